@@ -1,0 +1,9 @@
+"""webpte: run ExecuTorch WebGPU `.pte` programs on WebGPU (wgpu-py natively, the page via Pyodide)."""
+
+from .errors import (AdapterError, InputError, PlanError, PteFormatError, UnsupportedOpError,
+                     WebpteError)
+
+__version__ = "0.1.0"
+
+__all__ = ["AdapterError", "InputError", "PlanError", "PteFormatError", "UnsupportedOpError",
+           "WebpteError", "__version__"]

@@ -1,0 +1,108 @@
+"""Argument parsing shared by lowering and the numpy reference."""
+
+from __future__ import annotations
+
+from ..errors import PlanError
+from ..pte.graph import Graph, SymIntValue, TensorValue, ValueList
+
+
+class Args:
+    """Typed views of an op's non-tensor arguments, with clear errors."""
+
+    def __init__(self, graph: Graph, op_name: str = ""):
+        self.graph = graph
+        self.op_name = op_name
+
+    def _fail(self, vid: int, want: str):
+        v = self.graph.values[vid]
+        raise PlanError(f"{self.op_name}: value {vid} should be {want}, found "
+                        f"{type(v).__name__} {v!r:.60}")
+
+    def tensor(self, vid: int) -> TensorValue:
+        v = self.graph.values[vid]
+        if not isinstance(v, TensorValue):
+            self._fail(vid, "a tensor")
+        return v
+
+    def is_null(self, vid: int) -> bool:
+        return self.graph.values[vid] is None
+
+    def int(self, vid: int) -> int:
+        v = self.graph.values[vid]
+        if type(v) is not int:
+            self._fail(vid, "an Int")
+        return v
+
+    def float(self, vid: int) -> float:
+        # Scalars are deduplicated by Python equality: 0.0 may arrive as Int 0.
+        v = self.graph.values[vid]
+        if type(v) not in (int, float):
+            self._fail(vid, "a Double (or Int)")
+        return float(v)
+
+    def optional_float(self, vid: int) -> float | None:
+        return None if self.is_null(vid) else self.float(vid)
+
+    def bool(self, vid: int) -> bool:
+        v = self.graph.values[vid]
+        if type(v) is bool:
+            return v
+        if type(v) is int and v in (0, 1):
+            return bool(v)
+        self._fail(vid, "a Bool")
+
+    def str(self, vid: int) -> str:
+        v = self.graph.values[vid]
+        if type(v) is not str:
+            self._fail(vid, "a String")
+        return v
+
+    def ints(self, vid: int) -> tuple[int, ...]:
+        v = self.graph.values[vid]
+        if isinstance(v, tuple) and all(type(x) is int for x in v):
+            return v
+        if type(v) is int:
+            return (v,)
+        self._fail(vid, "an IntList")
+
+    def value_list(self, vid: int) -> tuple[int, ...]:
+        v = self.graph.values[vid]
+        if not isinstance(v, ValueList):
+            self._fail(vid, "a ValueList")
+        return v.ids
+
+    def symint(self, vid: int) -> int:
+        v = self.graph.values[vid]
+        if not isinstance(v, SymIntValue):
+            self._fail(vid, "a SymInt")
+        return vid
+
+
+def norm_dim(dim: int, rank: int, op: str = "") -> int:
+    """A dim index in [0, rank), accepting negatives."""
+    d = dim + rank if dim < 0 else dim
+    if not 0 <= d < max(rank, 1):
+        raise PlanError(f"{op}: dim {dim} out of range for rank {rank}")
+    return d
+
+
+def contiguous_strides(dims) -> list[int]:
+    strides = [1] * len(dims)
+    for i in range(len(dims) - 2, -1, -1):
+        strides[i] = strides[i + 1] * dims[i + 1]
+    return strides
+
+
+def grid_1d(n_threads: int, workgroup: int) -> tuple[tuple[int, int, int], int]:
+    """Workgroup counts for n_threads on a 1-D index, folded into y past 65535.
+
+    Returns (workgroups, row) where the flat index is gid.x + gid.y * row.
+    """
+    groups = max(1, -(-n_threads // workgroup))
+    if groups <= 65535:
+        return (groups, 1, 1), groups * workgroup
+    x = 65535
+    y = -(-groups // x)
+    if y > 65535:
+        raise PlanError(f"{n_threads} invocations exceed the 65535x65535 workgroup grid")
+    return (x, y, 1), x * workgroup

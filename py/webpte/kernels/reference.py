@@ -1,0 +1,99 @@
+"""The numpy interpreter of a VK00 graph: the living spec and the test oracle.
+
+Arrays carry the GPU storage dtype (int64 values are narrowed to int32 as on the
+GPU), so the reference does the same arithmetic the kernels do.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError, PlanError, UnsupportedOpError
+from ..plan.storage import storage_of
+from ..pte.graph import DType, Graph, SymIntValue, TensorValue
+from .common import Args
+from .registry import missing_ops, registry
+
+NUMPY_OF_STORAGE = {"f32": np.float32, "i32": np.int32, "i8": np.int8, "u8": np.uint8,
+                    "bool": np.bool_}
+_FILE_DTYPE = {DType.FLOAT32: np.float32, DType.INT32: np.int32, DType.INT64: np.int32,
+               DType.INT8: np.int8, DType.UINT8: np.uint8, DType.BOOL: np.bool_}
+
+
+class RefEnv:
+    """Values of one reference run; `state` persists across runs (KV caches)."""
+
+    def __init__(self, graph: Graph, data, state: dict[int, np.ndarray] | None = None):
+        self.graph = graph
+        self.data = data
+        self.args = Args(graph)
+        self.values: dict[int, np.ndarray] = {}
+        self.scalars: dict[int, int] = {}
+        self.state = {} if state is None else state
+        self._const_cache: dict[int, np.ndarray] = {}
+
+    def get(self, vid: int) -> np.ndarray:
+        if vid in self.state:
+            return self.state[vid]
+        if vid in self.values:
+            return self.values[vid]
+        t = self.args.tensor(vid)
+        if t.is_constant:
+            if vid not in self._const_cache:
+                self._const_cache[vid] = load_constant(self.graph, self.data, t)
+            return self._const_cache[vid]
+        raise PlanError(f"reference: value {vid} is read before it is written")
+
+    def set(self, vid: int, arr) -> None:
+        t = self.args.tensor(vid)
+        arr = np.asarray(arr)
+        if tuple(arr.shape) != tuple(t.dims):
+            raise PlanError(f"reference: value {vid} has shape {arr.shape}, graph says {t.dims}")
+        self.values[vid] = arr.astype(NUMPY_OF_STORAGE[storage_of(t)], copy=False)
+
+    def persistent(self, vid: int) -> np.ndarray:
+        """A state array of its own for `vid` (a KV cache), zero at first use."""
+        if vid not in self.state:
+            t = self.args.tensor(vid)
+            self.state[vid] = np.zeros(t.dims, NUMPY_OF_STORAGE[storage_of(t)])
+        return self.state[vid]
+
+    def set_scalar(self, vid: int, value: int) -> None:
+        if not isinstance(self.graph.values[vid], SymIntValue):
+            raise PlanError(f"reference: value {vid} is not a SymInt")
+        self.scalars[vid] = int(value)
+
+    def scalar(self, vid: int) -> int:
+        if vid not in self.scalars:
+            raise PlanError(f"reference: SymInt {vid} is read before it is written")
+        return self.scalars[vid]
+
+
+def load_constant(graph: Graph, data, t: TensorValue) -> np.ndarray:
+    ref = graph.constants[t.constant_id]
+    dtype = _FILE_DTYPE.get(t.dtype)
+    if dtype is None:
+        raise PlanError(f"reference: constants of dtype {t.dtype.name} are not supported")
+    if ref.nbytes == 0:
+        return np.zeros(t.dims, dtype)
+    n = t.numel * np.dtype(dtype).itemsize
+    raw = bytes(data[ref.offset: ref.offset + n])
+    return np.frombuffer(raw, dtype).reshape(t.dims)
+
+
+def run_reference(graph: Graph, inputs: dict[int, np.ndarray], data,
+                  state: dict[int, np.ndarray] | None = None) -> RefEnv:
+    """Interpret the graph with numpy. `inputs` maps graph input value ids to arrays."""
+    missing = missing_ops(op.name for op in graph.chain)
+    if missing:
+        raise UnsupportedOpError(f"no reference for op(s): {', '.join(missing)}", missing)
+    env = RefEnv(graph, data, state)
+    for vid in graph.input_ids:
+        if vid not in inputs:
+            raise InputError(f"reference: graph input {vid} not given")
+        env.set(vid, inputs[vid])
+    reg = registry()
+    for node, op in enumerate(graph.chain):
+        env.args.op_name = f"{op.name} (node {node})"
+        reg[op.name].reference(env, op)
+    return env

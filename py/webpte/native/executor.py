@@ -1,0 +1,147 @@
+"""Execute a Plan on wgpu-py: everything is created at load, a call only records
+dispatches into one command encoder, submits once and reads the outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError, PlanError
+from ..plan.model import IOSpec, Plan
+from .device import get_device
+
+_NP_STORAGE = {"f32": np.float32, "i32": np.int32, "i8": np.int8, "u8": np.uint8,
+               "bool": np.uint32}
+
+
+def to_storage_bytes(arr: np.ndarray, spec: IOSpec, what: str) -> bytes:
+    """Host array -> the bytes its GPU buffer holds (narrowing int64 to i32)."""
+    arr = np.asarray(arr)
+    if tuple(arr.shape) != tuple(spec.shape):
+        raise InputError(f"{what} has shape {list(arr.shape)}, the method takes "
+                         f"{list(spec.shape)}")
+    kind = spec.storage
+    if kind == "f32" and arr.dtype.kind not in "fiu":
+        raise InputError(f"{what} has dtype {arr.dtype}, the method takes {spec.dtype}")
+    if kind in ("i32", "i8", "u8") and arr.dtype.kind not in "iub":
+        raise InputError(f"{what} has dtype {arr.dtype}, the method takes {spec.dtype}")
+    target = _NP_STORAGE[kind]
+    if kind != "f32" and arr.size:
+        info = np.iinfo(target) if kind != "bool" else None
+        if info is not None and (arr.min() < info.min or arr.max() > info.max):
+            raise InputError(f"{what} holds values outside {np.dtype(target).name}")
+    raw = np.ascontiguousarray(arr.astype(target, copy=False)).tobytes()
+    pad = (-len(raw)) % 4
+    return raw + b"\0" * pad if pad or raw else raw or b"\0\0\0\0"
+
+
+def from_storage_bytes(raw, spec: IOSpec) -> np.ndarray:
+    n = int(np.prod(spec.shape)) if spec.shape else 1
+    arr = np.frombuffer(raw, _NP_STORAGE[spec.storage], count=n)
+    if spec.storage == "bool":
+        arr = arr != 0
+    return arr.astype(spec.dtype).reshape(spec.shape)
+
+
+class Executor:
+    """A Plan made real on one wgpu device."""
+
+    def __init__(self, plan: Plan, data=None):
+        import wgpu
+
+        self.plan = plan
+        self.device = dev = get_device(plan.limits)
+        usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
+                 | wgpu.BufferUsage.COPY_SRC)
+        self.buffers = [dev.create_buffer(size=b.size, usage=usage, label=b.label)
+                        for b in plan.buffers]
+        for b in plan.buffers:
+            self._initialise(b, data)
+        self.pipelines = []
+        for k in plan.kernels:
+            try:
+                module = dev.create_shader_module(code=k.wgsl, label=k.name)
+                self.pipelines.append(dev.create_compute_pipeline(
+                    layout="auto", compute={"module": module, "entry_point": k.entry},
+                    label=k.name))
+            except Exception as e:  # wgpu reports WGSL/validation errors as its own types
+                raise PlanError(f"kernel {k.name} failed to compile: {e}\n{k.wgsl}") from e
+        self.bind_groups = []
+        for d in plan.dispatches:
+            pipe = self.pipelines[d.kernel]
+            self.bind_groups.append(dev.create_bind_group(
+                layout=pipe.get_bind_group_layout(0),
+                entries=[{"binding": i, "resource": {"buffer": self.buffers[b], "offset": 0,
+                                                     "size": plan.buffers[b].size}}
+                         for i, b in enumerate(d.bindings)]))
+        self.staging = [dev.create_buffer(size=plan.buffers[o.buffer].size,
+                                          usage=wgpu.BufferUsage.MAP_READ
+                                          | wgpu.BufferUsage.COPY_DST)
+                        for o in plan.outputs]
+
+    def _initialise(self, b, data) -> None:
+        init = b.init
+        if init is None:
+            return
+        if init["kind"] == "zeros":
+            self.device.queue.write_buffer(self.buffers[b.id], 0, bytes(b.size))
+        elif init["kind"] == "file":
+            if data is None:
+                raise PlanError(f"buffer {b.label} needs file bytes; load with the program data")
+            raw = data[init["offset"]: init["offset"] + init["nbytes"]]
+            if init.get("convert") == "u8_to_u32":
+                raw = np.frombuffer(raw, np.uint8).astype(np.uint32).tobytes()
+            raw = bytes(raw)
+            if len(raw) < b.size:
+                raw += bytes(b.size - len(raw))
+            self.device.queue.write_buffer(self.buffers[b.id], 0, raw)
+        else:
+            raise PlanError(f"unknown buffer init {init['kind']!r}")
+
+    def reset(self) -> None:
+        """Zero the persistent state (KV caches)."""
+        for i in self.plan.state:
+            self._initialise(self.plan.buffers[i], None)
+
+    def poison(self, word: int = 0x7FC0DEAD) -> None:
+        """Fill activation and output buffers with a NaN pattern (tests: catches unwritten
+        elements)."""
+        for b in self.plan.buffers:
+            if b.role in ("activation", "output"):
+                self.device.queue.write_buffer(
+                    self.buffers[b.id], 0, np.full(b.size // 4, word, np.uint32).tobytes())
+
+    def write_inputs(self, arrays) -> None:
+        if len(arrays) != len(self.plan.inputs):
+            raise InputError(f"the method takes {len(self.plan.inputs)} inputs, got "
+                             f"{len(arrays)}")
+        raws = [to_storage_bytes(a, s, f"input {i}")
+                for i, (a, s) in enumerate(zip(arrays, self.plan.inputs))]
+        for raw, spec in zip(raws, self.plan.inputs):
+            self.device.queue.write_buffer(self.buffers[spec.buffer], 0, raw)
+
+    def run(self, arrays) -> list[np.ndarray]:
+        import wgpu
+
+        self.write_inputs(arrays)
+        enc = self.device.create_command_encoder()
+        cpass = enc.begin_compute_pass()
+        for d, bg in zip(self.plan.dispatches, self.bind_groups):
+            cpass.set_pipeline(self.pipelines[d.kernel])
+            cpass.set_bind_group(0, bg)
+            cpass.dispatch_workgroups(*d.workgroups)
+        cpass.end()
+        for spec, st in zip(self.plan.outputs, self.staging):
+            enc.copy_buffer_to_buffer(self.buffers[spec.buffer], 0, st, 0, st.size)
+        self.device.queue.submit([enc.finish()])
+        outs = []
+        for spec, st in zip(self.plan.outputs, self.staging):
+            st.map_sync(wgpu.MapMode.READ)
+            try:
+                outs.append(from_storage_bytes(st.read_mapped(copy=True), spec).copy())
+            finally:
+                st.unmap()
+        return outs
+
+    def read_buffer(self, buffer_id: int) -> bytes:
+        """Bytes of any plan buffer (tests and debugging; allocates a staging copy)."""
+        return bytes(self.device.queue.read_buffer(self.buffers[buffer_id]))

@@ -1,0 +1,195 @@
+"""Lowering a VK00 graph to a Plan: the builder that kernel units talk to."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from ..errors import PlanError, UnsupportedOpError
+from ..kernels.common import Args, grid_1d
+from ..kernels.registry import missing_ops, registry
+from ..kernels.render import render
+from ..pte.graph import Graph, OpCall, SymIntValue, TensorValue
+from .memory import assign_buffers
+from .model import DispatchSpec, IOSpec, KernelSpec, Plan
+from .storage import WGSL_TYPE, file_convert, storage_bytes, storage_of
+
+WORKGROUP = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
+
+
+@dataclass
+class VirtualBuffer:
+    id: int
+    size: int
+    role: str
+    label: str
+    init: dict | None = None
+    values: set[int] = field(default_factory=set)
+
+
+class Lowering:
+    """What a kernel unit sees while it lowers one op."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.args = Args(graph)
+        self.vbufs: list[VirtualBuffer] = []
+        self._of_value: dict[int, int] = {}
+        self._constant_bufs: dict[tuple, int] = {}
+        self.kernels: list[KernelSpec] = []
+        self._kernel_ids: dict[str, int] = {}
+        self.dispatches: list[DispatchSpec] = []
+        self.op: OpCall | None = None
+        self.node = -1
+
+    # -- values ---------------------------------------------------------------
+    def tensor(self, vid: int) -> TensorValue:
+        return self.args.tensor(vid)
+
+    def storage(self, vid: int) -> str:
+        return storage_of(self.tensor(vid))
+
+    def wgsl_type(self, vid: int) -> str:
+        return WGSL_TYPE[self.storage(vid)]
+
+    def buf(self, vid: int) -> int:
+        """The (virtual) buffer holding value `vid`, made on first use."""
+        if vid in self._of_value:
+            return self._of_value[vid]
+        v = self.graph.values[vid]
+        if isinstance(v, SymIntValue):
+            b = self._new(4, "scalar", f"symint{vid}", {"kind": "zeros"})
+        elif isinstance(v, TensorValue) and v.is_constant:
+            ref = self.graph.constants[v.constant_id]
+            convert = file_convert(v)
+            key = (ref.offset, ref.nbytes, convert, storage_bytes(v))
+            if key not in self._constant_bufs:
+                init = ({"kind": "file", "offset": ref.offset, "nbytes": ref.nbytes,
+                         "convert": convert} if ref.nbytes else {"kind": "zeros"})
+                self._constant_bufs[key] = self._new(storage_bytes(v), "constant",
+                                                     f"const{v.constant_id}", init)
+            b = self._constant_bufs[key]
+        elif isinstance(v, TensorValue):
+            b = self._new(storage_bytes(v), "activation", f"v{vid}")
+        else:
+            raise PlanError(f"{self._where()}: value {vid} ({type(v).__name__}) has no buffer")
+        self._bind(vid, b)
+        return b
+
+    def state_buf(self, vid: int) -> int:
+        """A persistent buffer of its own for `vid` (KV caches): zero at load and reset."""
+        if vid in self._of_value:
+            b = self._of_value[vid]
+            if self.vbufs[b].role != "state":
+                raise PlanError(f"{self._where()}: value {vid} is already bound as "
+                                f"{self.vbufs[b].role}")
+            return b
+        t = self.tensor(vid)
+        b = self._new(storage_bytes(t), "state", f"state{vid}", {"kind": "zeros"})
+        self._bind(vid, b)
+        return b
+
+    def alias(self, dst: int, src: int) -> bool:
+        """Let `dst` share `src`'s buffer (pure copies of same-storage tensors).
+
+        Returns False when aliasing is not allowed and the unit must copy.
+        """
+        if dst in self._of_value:
+            return False
+        s, d = self.tensor(src), self.tensor(dst)
+        if storage_of(s) != storage_of(d) or storage_bytes(s) != storage_bytes(d):
+            return False
+        b = self.buf(src)
+        if self.vbufs[b].role in ("state", "scalar"):
+            return False
+        self._bind(dst, b)
+        return True
+
+    def scratch(self, nbytes: int, label: str) -> int:
+        return self._new(max(4, (nbytes + 3) // 4 * 4), "activation", label)
+
+    def _new(self, size: int, role: str, label: str, init: dict | None = None) -> int:
+        b = VirtualBuffer(len(self.vbufs), size, role, label, init)
+        self.vbufs.append(b)
+        return b.id
+
+    def _bind(self, vid: int, b: int) -> None:
+        self._of_value[vid] = b
+        self.vbufs[b].values.add(vid)
+
+    # -- kernels and dispatches ------------------------------------------------
+    def kernel(self, template: str, **params) -> int:
+        """Render a template; identical sources share one kernel (one pipeline)."""
+        src = render(template, **params)
+        if src not in self._kernel_ids:
+            digest = hashlib.sha256(src.encode()).hexdigest()[:10]
+            k = KernelSpec(len(self.kernels), f"{template}_{digest}", src)
+            self.kernels.append(k)
+            self._kernel_ids[src] = k.id
+        return self._kernel_ids[src]
+
+    def dispatch(self, kernel: int, bindings: list[int], workgroups) -> None:
+        wg = tuple(int(x) for x in workgroups) + (1,) * (3 - len(workgroups))
+        if any(not 1 <= x <= 65535 for x in wg):
+            raise PlanError(f"{self._where()}: workgroup counts {wg} outside 1..65535")
+        self.dispatches.append(DispatchSpec(kernel, list(bindings), wg,
+                                            self.op.name if self.op else "", self.node))
+
+    def grid(self, n_threads: int, workgroup: int = WORKGROUP):
+        return grid_1d(n_threads, workgroup)
+
+    def unsupported(self, why: str) -> UnsupportedOpError:
+        return UnsupportedOpError(f"{self._where()}: {why}", [self.op.name] if self.op else [])
+
+    def _where(self) -> str:
+        return f"{self.op.name} (node {self.node})" if self.op else "graph"
+
+
+def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None = None,
+          output_ids: list[int] | None = None, input_dtypes: list[str] | None = None,
+          output_dtypes: list[str] | None = None, max_context: int | None = None) -> Plan:
+    """Lower `graph` to a Plan. Inputs/outputs default to the graph's own order."""
+    missing = missing_ops(op.name for op in graph.chain)
+    if missing:
+        raise UnsupportedOpError(
+            f"no kernel for {len(missing)} op(s): {', '.join(missing)}", missing)
+    input_ids = list(graph.input_ids if input_ids is None else input_ids)
+    output_ids = list(graph.output_ids if output_ids is None else output_ids)
+    L = Lowering(graph)
+    for vid in input_ids:
+        L.vbufs[L.buf(vid)].role = "input"
+    reg = registry()
+    for node, op in enumerate(graph.chain):
+        L.op, L.node = op, node
+        L.args.op_name = f"{op.name} (node {node})"
+        reg[op.name].lower(L, op)
+    L.op, L.node = None, -1
+    for vid in output_ids:
+        b = L.buf(vid)
+        if L.vbufs[b].role == "activation":
+            L.vbufs[b].role = "output"
+
+    def io(vids, dtypes):
+        out = []
+        for i, vid in enumerate(vids):
+            t = L.tensor(vid)
+            dtype = dtypes[i] if dtypes and dtypes[i] else t.dtype.numpy_name
+            out.append(IOSpec(L.buf(vid), dtype, tuple(t.dims), storage_of(t)))
+        return out
+
+    inputs, outputs = io(input_ids, input_dtypes), io(output_ids, output_dtypes)
+    buffers, remap = assign_buffers(L.vbufs, L.dispatches)
+    for d in L.dispatches:
+        d.bindings = [remap[b] for b in d.bindings]
+    for spec in inputs + outputs:
+        spec.buffer = remap[spec.buffer]
+    limits = {
+        "max_buffer_size": max(b.size for b in buffers),
+        "max_storage_buffer_binding_size": max(b.size for b in buffers),
+        "max_storage_buffers_per_shader_stage": max((len(d.bindings) for d in L.dispatches),
+                                                    default=0),
+    }
+    return Plan(method=method, buffers=buffers, kernels=L.kernels, dispatches=L.dispatches,
+                inputs=inputs, outputs=outputs,
+                state=[b.id for b in buffers if b.role == "state"], limits=limits,
+                max_context=max_context)

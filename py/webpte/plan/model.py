@@ -1,0 +1,94 @@
+"""The Plan: a serialisable description of buffers, kernels and dispatches.
+
+Executors (wgpu-py natively, JS in the page) interpret a Plan and know nothing
+about ops.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+PLAN_VERSION = 1
+
+
+@dataclass
+class BufferSpec:
+    """One GPU buffer. `init` says what it holds at load (and after reset for state)."""
+
+    id: int
+    size: int                      # bytes, a multiple of 4
+    role: str                      # constant | activation | input | output | state | scalar
+    label: str = ""
+    # None (no initial content), {"kind": "zeros"},
+    # {"kind": "file", "offset": int, "nbytes": int, "convert": None | "u8_to_u32"}
+    init: dict | None = None
+
+
+@dataclass
+class KernelSpec:
+    id: int
+    name: str
+    wgsl: str
+    entry: str = "main"
+
+
+@dataclass
+class DispatchSpec:
+    kernel: int
+    bindings: list[int]            # buffer ids, binding i of group 0
+    workgroups: tuple[int, int, int]
+    op: str = ""                   # serialized op name, for errors and profiles
+    node: int = -1                 # index of the op in the graph chain
+
+
+@dataclass
+class IOSpec:
+    """A method input or output: host dtype/shape and how it sits on the GPU."""
+
+    buffer: int
+    dtype: str                     # numpy dtype the method takes or gives
+    shape: tuple[int, ...]
+    storage: str                   # f32 | i32 | i8 | u8 | bool (see plan.storage)
+    name: str | None = None
+
+
+@dataclass
+class Plan:
+    method: str
+    buffers: list[BufferSpec]
+    kernels: list[KernelSpec]
+    dispatches: list[DispatchSpec]
+    inputs: list[IOSpec]
+    outputs: list[IOSpec]
+    state: list[int] = field(default_factory=list)     # buffers zeroed by reset()
+    limits: dict[str, int] = field(default_factory=dict)
+    max_context: int | None = None                     # decoder: input_pos + rows bound
+    version: int = PLAN_VERSION
+
+    def memory(self) -> dict[str, int]:
+        """Bytes of device memory by role."""
+        out: dict[str, int] = {}
+        for b in self.buffers:
+            out[b.role] = out.get(b.role, 0) + b.size
+        out["total"] = sum(b.size for b in self.buffers)
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> Plan:
+        d = json.loads(text)
+        if d.get("version") != PLAN_VERSION:
+            raise ValueError(f"plan version {d.get('version')} is not {PLAN_VERSION}")
+        return Plan(
+            method=d["method"],
+            buffers=[BufferSpec(**b) for b in d["buffers"]],
+            kernels=[KernelSpec(**k) for k in d["kernels"]],
+            dispatches=[DispatchSpec(**{**x, "workgroups": tuple(x["workgroups"])})
+                        for x in d["dispatches"]],
+            inputs=[IOSpec(**{**x, "shape": tuple(x["shape"])}) for x in d["inputs"]],
+            outputs=[IOSpec(**{**x, "shape": tuple(x["shape"])}) for x in d["outputs"]],
+            state=d["state"], limits=d["limits"], max_context=d.get("max_context"),
+            version=d["version"])

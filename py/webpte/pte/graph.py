@@ -1,0 +1,105 @@
+"""The in-memory form of a VK00 graph: values, op chain, constant byte ranges."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class DType(IntEnum):
+    """VK00 tensor datatypes (the enum values are the serialized ones)."""
+
+    BOOL = 0
+    UINT8 = 1
+    INT8 = 2
+    INT32 = 3
+    FLOAT16 = 4
+    FLOAT32 = 5
+    FLOAT64 = 6
+    INT64 = 7
+
+    @property
+    def itemsize(self) -> int:
+        return {0: 1, 1: 1, 2: 1, 3: 4, 4: 2, 5: 4, 6: 8, 7: 8}[int(self)]
+
+    @property
+    def numpy_name(self) -> str:
+        return {0: "bool", 1: "uint8", 2: "int8", 3: "int32", 4: "float16",
+                5: "float32", 6: "float64", 7: "int64"}[int(self)]
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    dtype: DType
+    dims: tuple[int, ...]
+    constant_id: int = -1
+    mem_obj_id: int = -1
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+    @property
+    def is_constant(self) -> bool:
+        return self.constant_id >= 0
+
+
+@dataclass(frozen=True)
+class ValueList:
+    """A list of value ids (multi-output ops, tensor lists)."""
+
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SymIntValue:
+    """A symbolic int computed at run time (its serialized value is a placeholder)."""
+
+    value: int = 0
+
+
+# A graph value is one of: None (Null), int, float, bool, str, TensorValue,
+# tuple[int|float|bool, ...] (Int/Double/Bool lists), ValueList, SymIntValue.
+Value = object
+
+
+@dataclass(frozen=True)
+class OpCall:
+    name: str
+    args: tuple[int, ...]
+    node_id: int = 0
+
+
+@dataclass(frozen=True)
+class ConstantRef:
+    """Where a constant's bytes live in the .pte file (absolute byte range)."""
+
+    offset: int
+    nbytes: int
+    key: str | None = None
+
+
+@dataclass
+class Graph:
+    """A VK00 graph. Constants are byte ranges of the file, never loaded here."""
+
+    values: list[Value]
+    chain: list[OpCall]
+    input_ids: list[int]
+    output_ids: list[int]
+    constants: list[ConstantRef] = field(default_factory=list)
+
+    def tensor(self, vid: int) -> TensorValue:
+        v = self.values[vid]
+        if not isinstance(v, TensorValue):
+            raise TypeError(f"value {vid} is {type(v).__name__}, not a tensor")
+        return v
+
+    def op_histogram(self) -> dict[str, int]:
+        hist: dict[str, int] = {}
+        for op in self.chain:
+            hist[op.name] = hist.get(op.name, 0) + 1
+        return dict(sorted(hist.items()))

@@ -1,0 +1,431 @@
+"""Read an ExecuTorch `.pte` container and the VK00 graphs of its delegates.
+
+Only the flatbuffer regions are copied into Python; constant data stays in the
+file and is described by absolute byte ranges (`ConstantRef`).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass, field
+
+from ..errors import PteFormatError
+from ._fb import FbTable, root
+from .graph import (ConstantRef, DType, Graph, OpCall, SymIntValue, TensorValue,
+                    Value, ValueList)
+
+# ExecuTorch ScalarType codes -> numpy dtype names (program-level tensors).
+_SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64",
+                 5: "float16", 6: "float32", 7: "float64", 11: "bool"}
+_MAX_RANK = 16
+_MAX_TENSOR_BYTES = 1 << 34  # 16 GiB: nothing webpte runs comes near it
+_NO_OFFSET = (1 << 64) - 1
+_EVALUE_TAGS = {1: "null", 2: "int", 3: "bool", 4: "double", 5: "tensor", 6: "string",
+                7: "int_list", 8: "double_list", 9: "bool_list", 10: "tensor_list",
+                11: "optional_tensor_list"}
+
+
+@dataclass(frozen=True)
+class MethodIO:
+    """One input or output of a method, as the program declares it."""
+
+    value_index: int
+    kind: str
+    dtype: str | None = None
+    shape: tuple[int, ...] | None = None
+    name: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "dtype": self.dtype,
+                "shape": list(self.shape) if self.shape is not None else None}
+
+
+@dataclass(frozen=True)
+class DelegateCall:
+    delegate_index: int
+    backend: str
+    args: tuple[int, ...]
+
+
+@dataclass
+class Method:
+    name: str
+    inputs: list[MethodIO]
+    outputs: list[MethodIO]
+    delegate_calls: list[DelegateCall] = field(default_factory=list)
+    host_ops: list[str] = field(default_factory=list)
+    graphs: dict[int, Graph] = field(default_factory=dict)
+    constant: object = None
+    is_constant: bool = False
+
+    @property
+    def graph(self) -> Graph:
+        """The single VK00 graph of a one-delegate method."""
+        if len(self.delegate_calls) != 1 or self.host_ops:
+            raise PteFormatError(
+                f"method {self.name!r} has {len(self.delegate_calls)} delegate calls and "
+                f"{len(self.host_ops)} host ops; webpte runs one VulkanBackend delegate per method")
+        return self.graphs[self.delegate_calls[0].delegate_index]
+
+    def input_value_ids(self) -> list[int]:
+        """Graph value id of each method input, in the method's order."""
+        call = self.delegate_calls[0]
+        graph = self.graph
+        n_in = len(graph.input_ids)
+        mapping = {ev: graph.input_ids[j] for j, ev in enumerate(call.args[:n_in])}
+        try:
+            return [mapping[io.value_index] for io in self.inputs]
+        except KeyError as e:
+            raise PteFormatError(f"method input value {e.args[0]} is not an argument of the "
+                                 f"delegate call", field=f"{self.name}.inputs") from None
+
+    def output_value_ids(self) -> list[int]:
+        """Graph value id of each method output, in the method's order."""
+        call = self.delegate_calls[0]
+        graph = self.graph
+        n_in = len(graph.input_ids)
+        outs = call.args[n_in:]
+        if len(outs) != len(graph.output_ids):
+            raise PteFormatError(f"delegate call passes {len(outs)} outputs, graph has "
+                                 f"{len(graph.output_ids)}", field=f"{self.name}.delegate_call")
+        mapping = {ev: graph.output_ids[j] for j, ev in enumerate(outs)}
+        try:
+            return [mapping[io.value_index] for io in self.outputs]
+        except KeyError as e:
+            raise PteFormatError(f"method output value {e.args[0]} is not an output of the "
+                                 f"delegate call", field=f"{self.name}.outputs") from None
+
+
+@dataclass
+class PteProgram:
+    methods: dict[str, Method]
+    file_size: int
+    segment_base_offset: int
+
+    def method(self, name: str) -> Method:
+        if name not in self.methods:
+            raise KeyError(f"program has no method {name!r}; it has {sorted(self.methods)}")
+        return self.methods[name]
+
+
+def open_source(path: str | os.PathLike):
+    """Map a file read-only; the result slices like bytes."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise PteFormatError("file is empty", offset=0)
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def read_program(data) -> PteProgram:
+    """Parse a `.pte` held in `data` (bytes, bytearray, memoryview or mmap).
+
+    Raises `PteFormatError` for any malformed input.
+    """
+    size = len(data)
+    head = bytes(data[0:40])
+    if len(head) < 8:
+        raise PteFormatError(f"{size} bytes is too short for a program", offset=0)
+    if head[4:8] != b"ET12":
+        raise PteFormatError(f"file identifier is {head[4:8]!r}, expected b'ET12'", offset=4,
+                             field="Program")
+    program_size, seg_base = size, 0
+    if len(head) >= 40 and head[8:12] == b"eh00":
+        (hlen,) = struct.unpack_from("<I", head, 12)
+        if hlen < 32:
+            raise PteFormatError(f"extended header length {hlen} < 32", offset=12)
+        program_size, seg_base, seg_size = struct.unpack_from("<QQQ", head, 16)
+        if not 8 <= program_size <= size:
+            raise PteFormatError(f"program_size {program_size} outside the {size}-byte file",
+                                 offset=16)
+        if seg_base and (seg_base < program_size or seg_base + seg_size > size):
+            raise PteFormatError(f"segment region {seg_base}+{seg_size} outside the "
+                                 f"{size}-byte file", offset=24)
+    buf = bytes(data[0:program_size])
+    prog = root(buf, b"ET12", "Program")
+    ctx = _Ctx(data, size, seg_base)
+    ctx.segments = [_segment(t, ctx) for t in prog.tables(4, "segments")]
+    ctx.inline = prog.tables(3, "backend_delegate_data")
+    ctx.named = {}
+    for t in prog.tables(7, "named_data"):
+        key = t.string(0, "key")
+        idx = t.scalar(1, "u32")
+        if key is None or idx >= len(ctx.segments):
+            raise PteFormatError(f"named data {key!r} points at segment {idx} of "
+                                 f"{len(ctx.segments)}", field="named_data")
+        ctx.named[key] = ctx.segments[idx]
+    methods: dict[str, Method] = {}
+    for plan in prog.tables(1, "execution_plan"):
+        m = _method(plan, ctx)
+        if m.name in methods:
+            raise PteFormatError(f"method {m.name!r} appears twice", field="execution_plan")
+        methods[m.name] = m
+    if not methods:
+        raise PteFormatError("program has no methods", field="execution_plan")
+    return PteProgram(methods=methods, file_size=size, segment_base_offset=seg_base)
+
+
+class _Ctx:
+    def __init__(self, data, size: int, seg_base: int):
+        self.data = data
+        self.size = size
+        self.seg_base = seg_base
+        self.segments: list[tuple[int, int]] = []
+        self.inline: list[FbTable] = []
+        self.named: dict[str, tuple[int, int]] = {}
+
+
+def _segment(t: FbTable, ctx: _Ctx) -> tuple[int, int]:
+    off, size = t.scalar(0, "u64"), t.scalar(1, "u64")
+    start = ctx.seg_base + off
+    if start + size > ctx.size:
+        raise PteFormatError(f"segment {off}+{size} runs past the file end", field=t.name)
+    return start, size
+
+
+def _method(plan: FbTable, ctx: _Ctx) -> Method:
+    name = plan.string(0, "name") or ""
+    values = plan.tables(2, "values")
+    n = len(values)
+
+    def io(idx: int, what: str) -> MethodIO:
+        if not 0 <= idx < n:
+            raise PteFormatError(f"{what} value index {idx} of {n}", field=f"{name}.{what}")
+        return _evalue_io(values[idx], idx)
+
+    inputs = [io(i, "inputs") for i in plan.scalars(3, "i32", "inputs")]
+    outputs = [io(i, "outputs") for i in plan.scalars(4, "i32", "outputs")]
+    operators = [(t.string(0, "name") or "") + (("." + t.string(1, "overload"))
+                                              if t.string(1, "overload") else "")
+                 for t in plan.tables(6, "operators")]
+    delegates = plan.tables(7, "delegates")
+    method = Method(name=name, inputs=inputs, outputs=outputs)
+    for chain in plan.tables(5, "chains"):
+        for instr in chain.tables(2, "instructions"):
+            tag, body = instr.union(0, 1, "instr_args")
+            if tag == 1 and body is not None:
+                op = body.scalar(0, "i32")
+                if not 0 <= op < len(operators):
+                    raise PteFormatError(f"kernel call to operator {op} of {len(operators)}",
+                                         field=f"{name}.KernelCall")
+                method.host_ops.append(operators[op])
+            elif tag == 2 and body is not None:
+                d = body.scalar(0, "i32")
+                args = tuple(body.scalars(1, "i32", "args"))
+                if not 0 <= d < len(delegates):
+                    raise PteFormatError(f"delegate call to delegate {d} of {len(delegates)}",
+                                         field=f"{name}.DelegateCall")
+                if any(not 0 <= a < n for a in args):
+                    raise PteFormatError("delegate call argument out of range",
+                                         field=f"{name}.DelegateCall")
+                backend = delegates[d].string(0, "id") or ""
+                method.delegate_calls.append(DelegateCall(d, backend, args))
+                if backend != "VulkanBackend":
+                    method.host_ops.append(f"delegate:{backend}")
+                elif d not in method.graphs:
+                    method.graphs[d] = _delegate_graph(delegates[d], ctx, name)
+            elif tag not in (3, 4, 5):
+                raise PteFormatError(f"unknown instruction tag {tag}", field=f"{name}.instr")
+    if not inputs and len(outputs) == 1 and not method.delegate_calls and not method.host_ops:
+        kind = outputs[0].kind
+        if kind in ("int", "bool", "double"):
+            method.is_constant = True
+            method.constant = _evalue_scalar(values[outputs[0].value_index])
+    return method
+
+
+def _evalue_io(t: FbTable, idx: int) -> MethodIO:
+    tag, body = t.union(0, 1, f"values[{idx}]")
+    kind = _EVALUE_TAGS.get(tag)
+    if kind is None and tag != 0:
+        raise PteFormatError(f"unknown EValue tag {tag}", field=f"values[{idx}]")
+    if kind == "tensor" and body is not None:
+        st = body.scalar(0, "i8")
+        if st not in _SCALAR_TYPES:
+            raise PteFormatError(f"unknown scalar type {st}", field=f"values[{idx}].scalar_type")
+        sizes = tuple(body.scalars(2, "i32", "sizes"))
+        _check_dims(sizes, f"values[{idx}].sizes")
+        return MethodIO(idx, "tensor", _SCALAR_TYPES[st], sizes)
+    return MethodIO(idx, kind or "null")
+
+
+def _evalue_scalar(t: FbTable):
+    tag, body = t.union(0, 1, "value")
+    if body is None:
+        return None
+    if tag == 2:
+        return body.scalar(0, "i64")
+    if tag == 3:
+        return bool(body.scalar(0, "bool"))
+    if tag == 4:
+        return body.scalar(0, "f64", 0.0)
+    return None
+
+
+def _check_dims(dims, field_name: str) -> None:
+    if len(dims) > _MAX_RANK:
+        raise PteFormatError(f"rank {len(dims)} > {_MAX_RANK}", field=field_name)
+    numel = 1
+    for d in dims:
+        if d < 0:
+            raise PteFormatError(f"negative dim {d}", field=field_name)
+        numel *= d
+    if numel * 8 > _MAX_TENSOR_BYTES:
+        raise PteFormatError(f"dims {list(dims)} describe an absurdly large tensor",
+                             field=field_name)
+
+
+def _delegate_graph(delegate: FbTable, ctx: _Ctx, method: str) -> Graph:
+    ref = delegate.table(1, "processed")
+    if ref is None:
+        raise PteFormatError("delegate has no processed data", field=f"{method}.delegate")
+    location, index = ref.scalar(0, "u8"), ref.scalar(1, "u32")
+    if location == 1:
+        if index >= len(ctx.segments):
+            raise PteFormatError(f"delegate segment {index} of {len(ctx.segments)}",
+                                 field=f"{method}.delegate")
+        blob_start, blob_size = ctx.segments[index]
+        blob = _FileBlob(ctx.data, blob_start, blob_size)
+    elif location == 0:
+        if index >= len(ctx.inline):
+            raise PteFormatError(f"inline delegate data {index} of {len(ctx.inline)}",
+                                 field=f"{method}.delegate")
+        vec = ctx.inline[index]
+        raw = vec.bytes(0, "data") or b""
+        blob = _FileBlob(raw, 0, len(raw), file_offset=_inline_offset(vec))
+    else:
+        raise PteFormatError(f"unknown delegate data location {location}",
+                             field=f"{method}.delegate")
+    return _read_vk_blob(blob, ctx, method)
+
+
+def _inline_offset(vec: FbTable) -> int:
+    """Absolute file position of an inline delegate's bytes (inside the flatbuffer)."""
+    start = vec._field(0)
+    return start + struct.unpack_from("<I", vec.buf, start)[0] + 4
+
+
+class _FileBlob:
+    """A byte range of the file (or of an inline vector) without copying it."""
+
+    def __init__(self, data, start: int, size: int, file_offset: int | None = None):
+        self.data, self.start, self.size = data, start, size
+        self.file_offset = start if file_offset is None else file_offset
+
+    def read(self, off: int, size: int, what: str) -> bytes:
+        if off < 0 or size < 0 or off + size > self.size:
+            raise PteFormatError(f"{what} {off}+{size} outside the {self.size}-byte delegate blob",
+                                 field=what)
+        return bytes(self.data[self.start + off: self.start + off + size])
+
+
+def _read_vk_blob(blob: _FileBlob, ctx: _Ctx, method: str) -> Graph:
+    head = blob.read(0, 30, "delegate header")
+    if head[4:8] != b"VH00":
+        raise PteFormatError(f"delegate header magic {head[4:8]!r}, expected b'VH00'",
+                             offset=blob.file_offset + 4, field="VH00")
+    hlen, fb_off, fb_size, bytes_off, bytes_size = struct.unpack_from("<HIIIQ", head, 8)
+    if hlen < 30:
+        raise PteFormatError(f"delegate header length {hlen}", offset=blob.file_offset + 8)
+    fb = blob.read(fb_off, fb_size, "VK00 flatbuffer")
+    if bytes_off + bytes_size > blob.size:
+        raise PteFormatError("delegate constant bytes run past the blob",
+                             offset=blob.file_offset + 18)
+    g = root(fb, b"VK00", "VkGraph")
+    values = [_vk_value(t, i) for i, t in enumerate(g.tables(2, "values"))]
+    n = len(values)
+    constants = []
+    for i, c in enumerate(g.tables(5, "constants")):
+        off, length, key = c.scalar(0, "u64"), c.scalar(1, "u64"), c.string(2, "named_key")
+        if off == _NO_OFFSET or key:
+            if key not in ctx.named:
+                raise PteFormatError(f"constant {i} names missing data {key!r}",
+                                     field=f"constants[{i}]")
+            start, size = ctx.named[key]
+            if length > size:
+                raise PteFormatError(f"constant {i} wants {length} bytes of a {size}-byte segment",
+                                     field=f"constants[{i}]")
+            constants.append(ConstantRef(start, length, key))
+        else:
+            if off + length > bytes_size:
+                raise PteFormatError(f"constant {i} {off}+{length} outside {bytes_size} bytes",
+                                     field=f"constants[{i}]")
+            constants.append(ConstantRef(blob.file_offset + bytes_off + off, length, None))
+    chain = []
+    for t in g.tables(1, "chain"):
+        name = t.string(1, "name") or ""
+        args = tuple(t.scalars(2, "i32", "args"))
+        bad = [a for a in args if not 0 <= a < n]
+        if bad or not name:
+            raise PteFormatError(f"op {name!r} has argument ids {bad} of {n} values",
+                                 field=f"{t.name}")
+        chain.append(OpCall(name, args, t.scalar(0, "u32")))
+    graph = Graph(values=values, chain=chain,
+                  input_ids=g.scalars(3, "u32", "input_ids"),
+                  output_ids=g.scalars(4, "u32", "output_ids"), constants=constants)
+    _validate_graph(graph, method)
+    return graph
+
+
+def _vk_value(t: FbTable, idx: int) -> Value:
+    tag, body = t.union(0, 1, f"values[{idx}]")
+    where = f"values[{idx}]"
+    if tag in (0, 1):
+        return None
+    if body is None:
+        raise PteFormatError(f"value tag {tag} has no body", field=where)
+    if tag == 2:
+        return body.scalar(0, "i64")
+    if tag == 3:
+        return float(body.scalar(0, "f64", 0.0))
+    if tag == 4:
+        return bool(body.scalar(0, "bool"))
+    if tag == 5:
+        dt = body.scalar(0, "i8")
+        if dt not in DType._value2member_map_:
+            raise PteFormatError(f"unknown tensor datatype {dt}", field=f"{where}.datatype")
+        dims = tuple(body.scalars(1, "u32", "dims"))
+        _check_dims(dims, f"{where}.dims")
+        return TensorValue(DType(dt), dims, body.scalar(2, "i32"), body.scalar(3, "i32"))
+    if tag == 6:
+        return tuple(body.scalars(0, "i64", "items"))
+    if tag == 7:
+        return tuple(float(x) for x in body.scalars(0, "f64", "items"))
+    if tag == 8:
+        return tuple(bool(x) for x in body.scalars(0, "bool", "items"))
+    if tag == 9:
+        return ValueList(tuple(body.scalars(0, "i32", "items")))
+    if tag == 10:
+        return body.string(0, "string_val") or ""
+    if tag == 11:
+        return SymIntValue(body.scalar(0, "i32"))
+    raise PteFormatError(f"unknown value tag {tag}", field=where)
+
+
+def _validate_graph(g: Graph, method: str) -> None:
+    n = len(g.values)
+    for what, ids in (("input_ids", g.input_ids), ("output_ids", g.output_ids)):
+        for i in ids:
+            if not 0 <= i < n:
+                raise PteFormatError(f"{what} has dangling value id {i} of {n}",
+                                     field=f"{method}.{what}")
+            if not isinstance(g.values[i], TensorValue):
+                raise PteFormatError(f"{what} value {i} is not a tensor", field=f"{method}.{what}")
+    for i, v in enumerate(g.values):
+        if isinstance(v, ValueList):
+            bad = [x for x in v.ids if not 0 <= x < n]
+            if bad:
+                raise PteFormatError(f"value list {i} has dangling ids {bad}",
+                                     field=f"values[{i}]")
+        elif isinstance(v, TensorValue) and v.is_constant:
+            if v.constant_id >= len(g.constants):
+                raise PteFormatError(f"tensor {i} uses constant {v.constant_id} of "
+                                     f"{len(g.constants)}", field=f"values[{i}].constant_id")
+            # 64-bit constants are stored narrowed to 32 bits.
+            need = v.numel * min(v.dtype.itemsize, 4)
+            have = g.constants[v.constant_id].nbytes
+            if have and have < need:
+                raise PteFormatError(f"tensor {i} needs {need} bytes, constant has {have}",
+                                     field=f"values[{i}].constant_id")
