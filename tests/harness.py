@@ -7,13 +7,7 @@ import numpy as np
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
 from webpte.plan import lower
-
-
-def rel_l2(actual, expected) -> float:
-    a = np.asarray(actual, np.float64)
-    e = np.asarray(expected, np.float64)
-    denom = np.linalg.norm(e.ravel())
-    return float(np.linalg.norm((a - e).ravel()) / (denom if denom > 0 else 1.0))
+from webpte.testing import rel_l2
 
 
 def assert_close(actual, expected, *, rel: float = 1e-5, atol: float = 0.0, rtol: float = 0.0,

@@ -2,8 +2,9 @@
 
 from .errors import (AdapterError, InputError, PlanError, PteFormatError, UnsupportedOpError,
                      WebpteError)
+from .program import Program, inspect, load
 
 __version__ = "0.1.0"
 
-__all__ = ["AdapterError", "InputError", "PlanError", "PteFormatError", "UnsupportedOpError",
-           "WebpteError", "__version__"]
+__all__ = ["AdapterError", "InputError", "PlanError", "PteFormatError", "Program",
+           "UnsupportedOpError", "WebpteError", "__version__", "inspect", "load"]

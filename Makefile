@@ -1,0 +1,53 @@
+# webpte developer entry points. `make run` and `make test` work on a fresh Debian machine.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export XDG_RUNTIME_DIR ?= /tmp/webpte-xdg
+MAIN_FIXTURE := tests/fixtures/siglip_block_f32
+
+.PHONY: setup system-deps venv run test test-fast lint fixtures inspect clean
+
+setup: system-deps venv
+
+# lavapipe (Mesa's CPU Vulkan driver) gives wgpu-py an adapter on machines without a GPU.
+system-deps:
+	@if ! dpkg -s mesa-vulkan-drivers >/dev/null 2>&1; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq mesa-vulkan-drivers libvulkan1; \
+	fi
+
+venv: $(BIN)/webpte
+
+$(BIN)/webpte: pyproject.toml
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+# The main job for now: run a bundled program natively and compare with its reference.
+run: setup
+	@mkdir -p $(XDG_RUNTIME_DIR) out
+	$(BIN)/webpte run $(MAIN_FIXTURE).pte --inputs $(MAIN_FIXTURE).npz \
+	  --output out/$(notdir $(MAIN_FIXTURE))_outputs.npz --tolerance 1e-4
+
+test: setup
+	@mkdir -p $(XDG_RUNTIME_DIR)
+	$(BIN)/ruff check py tests
+	$(BIN)/pytest -q
+
+inspect: setup
+	$(BIN)/webpte inspect $(MAIN_FIXTURE).pte
+
+lint: venv
+	$(BIN)/ruff check py tests tools
+
+# Re-export the committed fixtures (needs the dev extra: torch 2.13.0 + executorch 1.5.1).
+fixtures: venv
+	$(BIN)/pip install -q -e '.[export]'
+	$(BIN)/python tools/export_fixtures.py --out tests/fixtures
+	$(BIN)/python tools/export_decoder.py --out tests/fixtures
+
+clean:
+	rm -rf out .pytest_cache

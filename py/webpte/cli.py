@@ -1,0 +1,120 @@
+"""`webpte` command line: run | inspect."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+
+import numpy as np
+
+from .errors import WebpteError
+
+_CALL_KEY = re.compile(r"call(\d+)_input_(\d+)$")
+_INPUT_KEY = re.compile(r"input_(\d+)$")
+
+
+def _calls_from_npz(path: str) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
+    """Calls held by one npz: `input_j` (one call) or `call{i}_input_{j}` (a sequence).
+
+    Each call comes with the reference outputs the file holds (`output_j` /
+    `call{i}_output_{j}`), possibly none.
+    """
+    with np.load(path) as z:
+        data = {k: z[k] for k in z.files}
+    seq = sorted({int(m.group(1)) for k in data if (m := _CALL_KEY.match(k))})
+    if seq:
+        def grab(prefix):
+            keys = sorted((int(k[len(prefix):]), k) for k in data if k.startswith(prefix)
+                          and k[len(prefix):].isdigit())
+            return [data[k] for _, k in keys]
+        return [(grab(f"call{i}_input_"), grab(f"call{i}_output_")) for i in seq]
+    ins = sorted((int(m.group(1)), k) for k in data if (m := _INPUT_KEY.match(k)))
+    if not ins:
+        raise WebpteError(f"{path} holds no input_0 (or call0_input_0) array")
+    outs = sorted((int(k[7:]), k) for k in data if k.startswith("output_") and k[7:].isdigit())
+    return [([data[k] for _, k in ins], [data[k] for _, k in outs])]
+
+
+def cmd_run(args) -> int:
+    from .program import load
+    from .testing import rel_l2
+
+    t0 = time.perf_counter()
+    prog = load(args.program, args.method)
+    print(f"loaded {args.program} [{args.method}]: {len(prog.plan.dispatches)} dispatches, "
+          f"{len(prog.plan.kernels)} kernels, {prog.plan.memory()['total'] / 2**20:.1f} MiB "
+          f"in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    calls = [c for path in args.inputs for c in _calls_from_npz(path)]
+    result: dict[str, np.ndarray] = {}
+    worst = 0.0
+    for i, (inputs, refs) in enumerate(calls):
+        t = time.perf_counter()
+        outs = prog.run(*inputs)
+        ms = (time.perf_counter() - t) * 1e3
+        for j, o in enumerate(outs):
+            result[f"call{i}_output_{j}"] = o
+            line = f"call {i} output {j}: {o.dtype}{list(o.shape)} {_summary(o)}"
+            if j < len(refs):
+                err = rel_l2(o, refs[j])
+                worst = max(worst, err)
+                line += f"  rel-L2 vs reference {err:.2e}"
+            print(line)
+        print(f"call {i}: {ms:.1f} ms", file=sys.stderr)
+    if args.output:
+        np.savez(args.output, **result)
+        print(f"wrote {args.output}", file=sys.stderr)
+    if args.tolerance is not None and worst > args.tolerance:
+        print(f"error: rel-L2 {worst:.2e} exceeds --tolerance {args.tolerance:.1e}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _summary(a: np.ndarray) -> str:
+    flat = a.ravel()
+    head = np.array2string(flat[:4], precision=4, separator=", ")
+    if a.dtype.kind == "f" and flat.size:
+        return f"{head}... mean {flat.mean():.4g} std {flat.std():.4g}"
+    return f"{head}..."
+
+
+def cmd_inspect(args) -> int:
+    from .program import inspect
+
+    print(json.dumps(inspect(args.program), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="webpte", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a program natively on inputs from .npz files")
+    r.add_argument("program")
+    r.add_argument("--inputs", action="append", required=True,
+                   help="npz with input_0, input_1, ... (or call{i}_input_{j}); repeatable, "
+                        "calls run in order on one loaded program")
+    r.add_argument("--output", help="npz to write call{i}_output_{j} into")
+    r.add_argument("--method", default="forward")
+    r.add_argument("--tolerance", type=float, default=None,
+                   help="fail when an output's rel-L2 vs the npz reference exceeds this")
+    r.set_defaults(func=cmd_run)
+    i = sub.add_parser("inspect", help="print a JSON description of a program")
+    i.add_argument("program")
+    i.set_defaults(func=cmd_inspect)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (WebpteError, FileNotFoundError) as e:
+        print(f"webpte: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
