@@ -35,6 +35,7 @@ def gpu():
 
 @pytest.fixture
 def rng(request):
-    import numpy as np
     import zlib
+
+    import numpy as np
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from harness import assert_close, run_graph_both
 
+from harness import assert_close, run_graph_both
 from webpte.pte.builder import GraphBuilder
 
 CASES = [

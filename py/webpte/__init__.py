@@ -1,7 +1,13 @@
-"""webpte: run ExecuTorch WebGPU `.pte` programs on WebGPU (wgpu-py natively, the page via Pyodide)."""
+"""webpte: run ExecuTorch WebGPU `.pte` programs natively (wgpu-py) and in the page (Pyodide)."""
 
-from .errors import (AdapterError, InputError, PlanError, PteFormatError, UnsupportedOpError,
-                     WebpteError)
+from .errors import (
+                     AdapterError,
+                     InputError,
+                     PlanError,
+                     PteFormatError,
+                     UnsupportedOpError,
+                     WebpteError,
+)
 from .program import Program, inspect, load
 
 __version__ = "0.1.0"

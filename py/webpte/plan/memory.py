@@ -26,7 +26,7 @@ def assign_buffers(vbufs, dispatches) -> tuple[list[BufferSpec], dict[int, int]]
     for v in vbufs:
         if v.role != _POOLED:
             remap[v.id] = len(out)
-            out.append(BufferSpec(len(out), v.size, v.role, v.label, v.init))
+            out.append(BufferSpec(len(out), v.size, v.role, v.label, v.init, sorted(v.values)))
     pooled = sorted((v for v in vbufs if v.role == _POOLED and v.id in first),
                     key=lambda v: (first[v.id], v.id))
     # Each slot: [physical id, busy-until dispatch index].

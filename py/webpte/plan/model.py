@@ -23,6 +23,7 @@ class BufferSpec:
     # None (no initial content), {"kind": "zeros"},
     # {"kind": "file", "offset": int, "nbytes": int, "convert": None | "u8_to_u32"}
     init: dict | None = None
+    values: list[int] = field(default_factory=list)  # graph value ids held (dedicated buffers)
 
 
 @dataclass

@@ -136,9 +136,11 @@ def _need(buf: bytes, pos: int, size: int, what: str) -> None:
 def root(buf: bytes, identifier: bytes, name: str) -> FbTable:
     """The root table of a flatbuffer with the given 4-byte file identifier."""
     if len(buf) < 8:
-        raise PteFormatError(f"{len(buf)} bytes is too short for a flatbuffer", offset=0, field=name)
+        raise PteFormatError(f"{len(buf)} bytes is too short for a flatbuffer", offset=0,
+                             field=name)
     if bytes(buf[4:8]) != identifier:
         raise PteFormatError(
-            f"file identifier is {bytes(buf[4:8])!r}, expected {identifier!r}", offset=4, field=name)
+            f"file identifier is {bytes(buf[4:8])!r}, expected {identifier!r}", offset=4,
+            field=name)
     pos = encode.Get(N.UOffsetTFlags.packer_type, buf, 0)
     return FbTable(buf, pos, name)

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import PteFormatError
 from ._fb import FbTable, root
-from .graph import (ConstantRef, DType, Graph, OpCall, SymIntValue, TensorValue,
-                    Value, ValueList)
+from .graph import ConstantRef, DType, Graph, OpCall, SymIntValue, TensorValue, Value, ValueList
 
 # ExecuTorch ScalarType codes -> numpy dtype names (program-level tensors).
 _SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64",
