@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import UnsupportedOpError
 from .registry import OpUnit
 
 # (TM, TN, TK, RM, RN): workgroup tile and per-invocation block; (TN/RN)*(TM/RM) == 256.
@@ -100,6 +101,8 @@ def lower_linear(L, call) -> None:
 
 def reference_linear(R, call) -> None:
     x, w, bias, out, dx, dw, why = _linear_parse(R.args, call)
+    if why:
+        raise UnsupportedOpError(f"reference: {why}", [call.name])
     y = R.get(x).astype(np.float64) @ R.get(w).astype(np.float64).T
     if bias is not None:
         y = y + R.get(bias).astype(np.float64)

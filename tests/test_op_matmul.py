@@ -1,0 +1,102 @@
+"""aten.bmm.default / aten.linear.default: odd sizes, multi-tile, bias or none, bad shapes."""
+
+import numpy as np
+import pytest
+
+from harness import assert_close, run_graph_both
+from webpte.errors import UnsupportedOpError
+from webpte.plan import lower
+from webpte.pte.builder import GraphBuilder
+
+
+def _bmm_graph(B, M, K, N):
+    g = GraphBuilder()
+    a, b = g.tensor(np.float32, (B, M, K)), g.tensor(np.float32, (B, K, N))
+    o = g.tensor(np.float32, (B, M, N))
+    g.op("aten.bmm.default", a, b, o)
+    return g.build([a, b], [o])
+
+
+def _loop_matmul(a, b):
+    # Independent of np.matmul: broadcast products summed over k, in float64.
+    return (a.astype(np.float64)[..., :, :, None] * b.astype(np.float64)[..., None, :, :]).sum(-2)
+
+
+@pytest.mark.parametrize("B,M,K,N", [
+    (3, 7, 33, 19),     # odd everywhere, below one tile
+    (1, 1, 1, 1),       # size-1 dims
+    (2, 70, 45, 131),   # several tiles in m and n, K not a multiple of the k tile
+    (2, 64, 64, 64),    # exact tiles: the unchecked fast path
+    (1, 5, 130, 3),     # small M variant, long K
+])
+def test_bmm(gpu, rng, B, M, K, N):
+    graph, blob = _bmm_graph(B, M, K, N)
+    xs = [rng.standard_normal((B, M, K)).astype(np.float32),
+          rng.standard_normal((B, K, N)).astype(np.float32)]
+    (out,), (ref,) = run_graph_both(graph, blob, xs)
+    assert_close(ref, _loop_matmul(*xs).astype(np.float32), rel=1e-6, what="reference vs loop")
+    assert_close(out, ref, rel=1e-5, what="bmm")
+
+
+def _linear_graph(rng, xshape, N, bias=True):
+    K = xshape[-1]
+    g = GraphBuilder()
+    x = g.tensor(np.float32, xshape)
+    w_arr = rng.standard_normal((N, K)).astype(np.float32)
+    b_arr = rng.standard_normal((N,)).astype(np.float32) if bias else None
+    w = g.constant(w_arr)
+    b = g.constant(b_arr) if bias else g.scalar(None)
+    o = g.tensor(np.float32, tuple(xshape[:-1]) + (N,))
+    g.op("aten.linear.default", x, w, b, o)
+    graph, blob = g.build([x], [o])
+    return graph, blob, w_arr, b_arr
+
+
+@pytest.mark.parametrize("xshape,N,bias", [
+    ((7, 33), 19, True),
+    ((2, 3, 33), 19, False),     # leading dims flattened into M
+    ((1, 131, 70), 67, True),    # several tiles
+    ((33,), 5, True),            # 1-D input
+    ((4, 64), 128, False),       # small M, exact n tiles
+])
+def test_linear(gpu, rng, xshape, N, bias):
+    graph, blob, w, b = _linear_graph(rng, xshape, N, bias)
+    x = rng.standard_normal(xshape).astype(np.float32)
+    (out,), (ref,) = run_graph_both(graph, blob, [x])
+    expect = _loop_matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(ref.shape)
+    if bias:
+        expect = expect + b
+    assert_close(ref, expect.astype(np.float32), rel=1e-6, what="reference vs loop")
+    assert_close(out, ref, rel=1e-5, what="linear")
+
+
+def test_bmm_shape_mismatch_is_unsupported():
+    g = GraphBuilder()
+    a, b = g.tensor(np.float32, (2, 3, 4)), g.tensor(np.float32, (2, 5, 6))
+    o = g.tensor(np.float32, (2, 3, 6))
+    g.op("aten.bmm.default", a, b, o)
+    graph, _ = g.build([a, b], [o])
+    with pytest.raises(UnsupportedOpError, match=r"bmm needs \[B,M,K\] x \[B,K,N\]"):
+        lower(graph)
+
+
+def test_bmm_int_is_unsupported():
+    g = GraphBuilder()
+    a, b = g.tensor(np.int32, (1, 3, 4)), g.tensor(np.int32, (1, 4, 2))
+    o = g.tensor(np.int32, (1, 3, 2))
+    g.op("aten.bmm.default", a, b, o)
+    graph, _ = g.build([a, b], [o])
+    with pytest.raises(UnsupportedOpError, match="float32 only"):
+        lower(graph)
+
+
+def test_linear_bad_bias_is_unsupported(rng):
+    g = GraphBuilder()
+    x = g.tensor(np.float32, (3, 8))
+    w = g.constant(rng.standard_normal((5, 8)).astype(np.float32))
+    b = g.constant(rng.standard_normal((4,)).astype(np.float32))
+    o = g.tensor(np.float32, (3, 5))
+    g.op("aten.linear.default", x, w, b, o)
+    graph, _ = g.build([x], [o])
+    with pytest.raises(UnsupportedOpError, match=r"bias must be \[5\]"):
+        lower(graph)
