@@ -1,11 +1,12 @@
-"""The public Program API: load a .pte method, run it natively, inspect it."""
+"""The public Program API: load a .pte method, run it natively, inspect it.
+
+Planning and `describe` import neither numpy nor wgpu: they also run in Pyodide.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-
-import numpy as np
 
 from .errors import InputError, PlanError, UnsupportedOpError, WebpteError
 from .kernels.registry import missing_ops
@@ -67,7 +68,7 @@ class Program:
     def graph(self):
         return self.program.method(self.method_name).graph
 
-    def run(self, *arrays) -> list[np.ndarray]:
+    def run(self, *arrays) -> list:
         """Run one call. Inputs are checked (count, shape, dtype, context) before the GPU."""
         if len(arrays) != len(self.plan.inputs):
             raise InputError(f"{self.method_name} takes {len(self.plan.inputs)} inputs "
@@ -76,6 +77,8 @@ class Program:
         return self.executor.run(list(arrays))
 
     def _check_context(self, arrays) -> None:
+        import numpy as np
+
         if self._positions is None or self.plan.max_context is None:
             return
         pos_i, rows = self._positions

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
+from ._np import np
 
 from ..plan.storage import PACKED, WGSL_TYPE
 from .common import contiguous_strides
