@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import PlanError, UnsupportedOpError
@@ -30,8 +31,10 @@ class VirtualBuffer:
 class Lowering:
     """What a kernel unit sees while it lowers one op."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, features: Iterable[str] = ()):
         self.graph = graph
+        # WGSL language features the target device has (e.g. "packed_4x8_integer_dot_product").
+        self.features: frozenset[str] = frozenset(features)
         self.args = Args(graph)
         self.vbufs: list[VirtualBuffer] = []
         self._of_value: dict[int, int] = {}
@@ -147,15 +150,20 @@ class Lowering:
 
 def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None = None,
           output_ids: list[int] | None = None, input_dtypes: list[str] | None = None,
-          output_dtypes: list[str] | None = None, max_context: int | None = None) -> Plan:
-    """Lower `graph` to a Plan. Inputs/outputs default to the graph's own order."""
+          output_dtypes: list[str] | None = None, max_context: int | None = None,
+          features: Iterable[str] = ()) -> Plan:
+    """Lower `graph` to a Plan. Inputs/outputs default to the graph's own order.
+
+    `features`: WGSL language features kernels may use (`L.features`); the default,
+    none, gives kernels that every WebGPU implementation runs.
+    """
     missing = missing_ops(op.name for op in graph.chain)
     if missing:
         raise UnsupportedOpError(
             f"no kernel for {len(missing)} op(s): {', '.join(missing)}", missing)
     input_ids = list(graph.input_ids if input_ids is None else input_ids)
     output_ids = list(graph.output_ids if output_ids is None else output_ids)
-    L = Lowering(graph)
+    L = Lowering(graph, features)
     for vid in input_ids:
         L.vbufs[L.buf(vid)].role = "input"
     reg = registry()

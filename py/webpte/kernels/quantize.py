@@ -1,0 +1,85 @@
+"""quantized_decomposed.quantize_per_tensor.default: f32 -> int8 (or uint8), packed.
+
+Semantics are torch's (`torch/ao/quantization/fx/_decomposed.py`), bit for bit:
+`inv = 1.0 / scale` in double, which torch then rounds to f32 because it multiplies an
+f32 tensor by a Python scalar; `q = clamp(round_half_even(x * inv) + zp, qmin, qmax)` with
+every step in f32, then the conversion to the integer dtype. A NaN input gives an
+unspecified value (torch's is undefined too).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..errors import PlanError
+from .registry import OpUnit
+
+__all__ = ["QuantParams", "quantize_params", "quantize_reference", "UNITS"]
+
+NAME = "quantized_decomposed.quantize_per_tensor.default"
+_RANGE = {"i8": (-128, 127), "u8": (0, 255)}
+
+
+class QuantParams(NamedTuple):
+    """What a quantize kernel bakes in; inv_scale is already exactly an f32."""
+
+    inv_scale: float
+    zero_point: int
+    quant_min: int
+    quant_max: int
+
+
+def quantize_params(scale: float, zero_point: int, quant_min: int = -128,
+                    quant_max: int = 127) -> QuantParams:
+    """The constants a quantize kernel bakes in: f32(1/scale) as torch computes it."""
+    if not 0 < scale < float("inf"):
+        raise PlanError(f"quantization scale must be positive and finite, got {scale}")
+    inv = float(np.float32(1.0 / scale))
+    if inv == float("inf"):
+        raise PlanError(f"quantization scale {scale} is too small: 1/scale overflows f32")
+    return QuantParams(inv, int(zero_point), int(quant_min),
+                       int(quant_max))
+
+
+def quantize_reference(x: np.ndarray, params: QuantParams) -> np.ndarray:
+    """numpy quantize with the kernel's f32 arithmetic; returns int32 values."""
+    inv, zp, qmin, qmax = params
+    with np.errstate(over="ignore", invalid="ignore"):
+        q = np.round(np.asarray(x, np.float32) * np.float32(inv)) + np.float32(zp)
+        q = np.clip(q, np.float32(qmin), np.float32(qmax))
+    return q.astype(np.int32)
+
+
+def _parse(A, call):
+    x, scale, zp, qmin, qmax, _dtype, out = call.args
+    return x, quantize_params(A.float(scale), A.int(zp), A.int(qmin), A.int(qmax)), out
+
+
+def lower(L, call) -> None:
+    x, params, out = _parse(L.args, call)
+    tx, to = L.tensor(x), L.tensor(out)
+    if L.storage(x) != "f32":
+        raise L.unsupported(f"quantize of a {tx.dtype.name} input (only float32)")
+    kind = L.storage(out)
+    if kind not in _RANGE:
+        raise L.unsupported(f"quantize to {to.dtype.name} (only int8 and uint8)")
+    lo, hi = _RANGE[kind]
+    if not lo <= params[2] <= params[3] <= hi:
+        raise L.unsupported(f"quant range [{params[2]}, {params[3]}] does not fit "
+                            f"{to.dtype.name}")
+    if tuple(tx.dims) != tuple(to.dims):
+        raise L.unsupported(f"output dims {list(to.dims)} differ from input {list(tx.dims)}")
+    n = max(1, tx.numel)
+    wg, row = L.grid(-(-n // 4))  # one packed output word per invocation
+    k = L.kernel("quantize", n=n, workgroup=256, row=row, **params._asdict())
+    L.dispatch(k, [L.buf(x), L.buf(out)], wg)
+
+
+def reference(R, call) -> None:
+    x, params, out = _parse(R.args, call)
+    R.set(out, quantize_reference(R.get(x), params))
+
+
+UNITS = [OpUnit((NAME,), lower, reference)]
