@@ -1,0 +1,138 @@
+"""Unary elementwise ops: round, clamp, relu, sigmoid, gelu (tanh / erf) in every storage kind."""
+
+import math
+
+import numpy as np
+import pytest
+
+from harness import assert_close, run_graph_both
+from webpte.errors import UnsupportedOpError
+from webpte.kernels.unary import erf_f32
+from webpte.plan import lower
+from webpte.pte.builder import GraphBuilder
+
+_erf = np.vectorize(math.erf)
+
+
+def _graph(name, shape, extra=(), in_dtype=np.float32, out_dtype=np.float32):
+    b = GraphBuilder()
+    x = b.tensor(in_dtype, shape)
+    o = b.tensor(out_dtype, shape)
+    b.op(name, x, *[b.scalar(v) for v in extra], o)
+    return b.build([x], [o])
+
+
+def _gelu_exact(x):
+    x = x.astype(np.float64)
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def _gelu_tanh_exact(x):
+    x = x.astype(np.float64)
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+# name, extra args, independent float64 formula
+F32_CASES = [
+    ("aten.round.default", (), lambda x: np.round(x.astype(np.float64))),
+    ("aten.clamp.default", (-0.75, 1.25), lambda x: np.clip(x, -0.75, 1.25)),
+    ("aten.clamp.default", (None, 0.5), lambda x: np.minimum(x, 0.5)),
+    ("aten.clamp.default", (-1, None), lambda x: np.maximum(x, -1)),   # Int bound on floats
+    ("aten.relu.default", (), lambda x: np.maximum(x, 0)),
+    ("aten.sigmoid.default", (), lambda x: 1 / (1 + np.exp(-x.astype(np.float64)))),
+    ("aten.gelu.default", ("tanh",), _gelu_tanh_exact),
+    ("aten.gelu.default", ("none",), _gelu_exact),
+]
+SHAPES = [(3, 7, 5), (1,), (1, 1, 13), (300, 259)]  # odd, size-1 dims, > one workgroup
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("name,extra,exact", F32_CASES,
+                         ids=[f"{c[0].split('.')[1]}{c[1]}" for c in F32_CASES])
+def test_unary_f32(gpu, rng, name, extra, exact, shape):
+    g, blob = _graph(name, shape, extra)
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    x.flat[: min(x.size, 6)] = [0.5, 1.5, 2.5, -0.5, -2.5, 7.0][: min(x.size, 6)]  # ties
+    (out,), (ref,) = run_graph_both(g, blob, [x])
+    assert_close(ref, exact(x).astype(np.float32), rel=1e-6, atol=3e-7, rtol=3e-6,
+                 what="reference vs float64 formula")
+    exact_ok = name in ("aten.round.default", "aten.clamp.default", "aten.relu.default")
+    assert_close(out, ref, rel=1e-5, exact=exact_ok, what=name)
+
+
+def test_gelu_erf_is_accurate(gpu, rng):
+    """The kernel's erf against math.erf through gelu (erf error <= 1.5e-7 -> bound below)."""
+    x = np.concatenate([np.linspace(-9, 9, 2001), rng.uniform(-4, 4, 1000),
+                        [0.0, -0.0, 1.0, -1.0, 2.0, 1.4142135, 2.828427]]).astype(np.float32)
+    g, blob = _graph("aten.gelu.default", x.shape, ("none",))
+    (out,), (ref,) = run_graph_both(g, blob, [x])
+    exact = _gelu_exact(x)
+    # |0.5 x| * erf error + f32 rounding of the last two products
+    bound = 0.5 * np.abs(x) * 1.5e-7 + 2.5 * np.spacing(np.abs(exact).astype(np.float32))
+    for arr, what in ((out, "gpu"), (ref, "reference")):
+        err = np.abs(arr.astype(np.float64) - exact)
+        worst = int(np.argmax(err - bound))
+        assert (err <= bound).all(), \
+            f"{what}: gelu(x={x[worst]}) = {arr[worst]}, exact {exact[worst]}"
+
+
+def test_erf_f32_against_math_erf():
+    """No GPU: the numpy twin of the kernel's erf over a dense grid and the extremes."""
+    x = np.concatenate([np.linspace(-6, 6, 400001),
+                        [0, 1, -1, 2, -2, 3.95, 1e-30, 1e30, -1e30]]).astype(np.float32)
+    err = np.abs(erf_f32(x).astype(np.float64) - _erf(x.astype(np.float64)))
+    assert err.max() <= 1.5e-7, f"max |erf_f32 - erf| = {err.max():.3e} at x={x[err.argmax()]}"
+
+
+INT_CASES = [
+    ("aten.relu.default", (), np.int32, np.int32, lambda x: np.maximum(x, 0)),
+    ("aten.clamp.default", (-50, 70), np.int32, np.int32, lambda x: np.clip(x, -50, 70)),
+    ("aten.round.default", (), np.int64, np.int64, lambda x: x),
+    ("aten.clamp.default", (-100, 100), np.int8, np.int8, lambda x: np.clip(x, -100, 100)),
+    ("aten.relu.default", (), np.uint8, np.uint8, lambda x: x),
+    ("aten.clamp.default", (3, None), np.uint8, np.uint8, lambda x: np.maximum(x, 3)),
+]
+
+
+@pytest.mark.parametrize("name,extra,din,dout,exact", INT_CASES,
+                         ids=[f"{c[0].split('.')[1]}-{np.dtype(c[2]).name}" for c in INT_CASES])
+def test_unary_int_exact(gpu, rng, name, extra, din, dout, exact):
+    shape = (5, 11)  # 55 elements: the last packed word is partial
+    g, blob = _graph(name, shape, extra, din, dout)
+    info = np.iinfo(din) if np.dtype(din).itemsize == 1 else np.iinfo(np.int16)
+    x = rng.integers(info.min, info.max, shape, endpoint=True).astype(din)
+    (out,), (ref,) = run_graph_both(g, blob, [x])
+    assert_close(ref, exact(x).astype(ref.dtype), exact=True, what="reference vs numpy")
+    assert_close(out, ref.astype(out.dtype), exact=True, what=name)
+
+
+def test_round_f32_to_packed_int8(gpu, rng):
+    """Mixed kinds: f32 in, int8 out (packed 4 per word), odd numel; the quantize recipe."""
+    shape = (3, 7)
+    g, blob = _graph("aten.round.default", shape, (), np.float32, np.int8)
+    x = rng.uniform(-120, 120, shape).astype(np.float32)
+    x.flat[:4] = [0.5, -2.5, 3.5, -0.49]
+    (out,), (ref,) = run_graph_both(g, blob, [x])
+    assert_close(ref, np.round(x).astype(np.int8), exact=True, what="reference vs numpy")
+    assert_close(out, ref, exact=True)
+
+
+def test_sigmoid_of_bool_and_int_inputs(gpu, rng):
+    for din in (np.bool_, np.int32):
+        g, blob = _graph("aten.sigmoid.default", (2, 9), (), din, np.float32)
+        x = rng.integers(-3, 4, (2, 9)).astype(din)
+        (out,), (ref,) = run_graph_both(g, blob, [x])
+        expect = 1 / (1 + np.exp(-x.astype(np.float64)))
+        assert_close(ref, expect.astype(np.float32), rel=1e-6, what="reference vs numpy")
+        assert_close(out, ref, rel=1e-5)
+
+
+@pytest.mark.parametrize("name,extra,din,match", [
+    ("aten.gelu.default", ("erf",), np.float32, "approximate='erf'"),
+    ("aten.clamp.default", (None, None), np.float32, "at least one of min and max"),
+    ("aten.clamp.default", (0.5, 2), np.int32, "non-integer bound"),
+])
+def test_unary_unsupported(name, extra, din, match):
+    g, _ = _graph(name, (4,), extra, din, din)
+    with pytest.raises(UnsupportedOpError, match=match):
+        lower(g)
