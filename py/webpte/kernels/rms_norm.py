@@ -7,8 +7,7 @@ sum of squares in float64 and applies the scale in float32, as the kernel does.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ._np import np
 from .registry import OpUnit
 
 _NAME = "et_vk.rms_norm.default"

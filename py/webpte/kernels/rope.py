@@ -10,9 +10,8 @@ row is clamped into the table on the GPU; the reference refuses an out-of-range 
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import InputError
+from ._np import np
 from .registry import OpUnit
 
 _NAME = "et_vk.apply_rotary_emb_hf.default"

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..errors import InputError
+from ._np import np
 from .registry import OpUnit
 
 _NAME = "sdpa_with_kv_cache.default"
@@ -64,7 +63,8 @@ def _shapes(A, a) -> tuple[int, int, int, int, int]:
 
 
 def _scale(a, d: int) -> float:
-    return float(np.float32(1.0 / math.sqrt(d) if a["scale"] is None else a["scale"]))
+    """The score scale; the kernel and the reference both round it to f32."""
+    return 1.0 / math.sqrt(d) if a["scale"] is None else a["scale"]
 
 
 def lower(L, call) -> None:
@@ -77,6 +77,8 @@ def lower(L, call) -> None:
         s, hq, hkv, d, ctx = _shapes(L.args, a)
     except ValueError as e:
         raise L.unsupported(str(e)) from None
+    if 4 * (d + 2 * WORKGROUP + 1) > 16384:  # q row + two tile arrays in workgroup memory
+        raise L.unsupported(f"head dim {d} exceeds the 16 KiB of workgroup memory")
     names = ("q", "k", "v", "k_cache", "v_cache", "out")
     if {L.storage(a[n]) for n in names} != {"f32"}:
         raise L.unsupported("sdpa_with_kv_cache runs on float32 tensors only")
@@ -126,7 +128,8 @@ def reference(R, call) -> None:
     kc, vc = R.persistent(a["k_cache"]), R.persistent(a["v_cache"])
     kc[0, start:start + s] = R.get(a["k"])[0]   # in place: the caches persist across runs
     vc[0, start:start + s] = R.get(a["v"])[0]
-    R.set(a["out"], attention_reference(R.get(a["q"]), kc, vc, start, _scale(a, d),
+    R.set(a["out"], attention_reference(R.get(a["q"]), kc, vc, start,
+                                        float(np.float32(_scale(a, d))),
                                         a["causal"]))
 
 
