@@ -1,0 +1,388 @@
+"""SmolVLM-style windowed decoder built from ExecuTorch's llama example (dev-only).
+
+The module is ExecuTorch's llama `Transformer` (use_kv_cache, sdpa_with_kv_cache, HF rope,
+apply_embedding=False) after the `export_llama_lib` source transforms, with two additions that
+reproduce the published `smolvlm_decoder_q8.pte` op pattern:
+
+* every linear (lm head included) may become a two-pass static int8 linear (`TwoPassQ8Linear`);
+* each layer's KV cache applies a branch-free attention sink (`SinkKVCache`): when
+  `input_pos == 0`, row 0 of the window writes constant K/V instead of its own.
+
+Imports torch and executorch; never imported by the `webpte` package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F
+from executorch.examples.models.llama.export_llama_lib import _get_source_transforms
+from executorch.examples.models.llama.llama_transformer import construct_transformer
+from executorch.examples.models.llama.model_args import ModelArgs
+from executorch.examples.models.llama.source_transformation.custom_kv_cache import (
+    CustomKVCache,
+)
+from executorch.extension.llm.export.builder import DType
+from torch import nn
+
+QMIN, QMAX = -128, 127
+
+Window = tuple[torch.Tensor, torch.Tensor]  # (embeds (1, window, dim) f32, input_pos (1,) int64)
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    """Shape and recipe of one windowed decoder program."""
+
+    dim: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    hidden_dim: int
+    vocab_size: int
+    max_context_len: int
+    window: int = 4
+    norm_eps: float = 1e-5
+    rope_theta: float = 100000.0
+    q8: bool = True  # two-pass int8 linears; False keeps f32 nn.Linear
+    sink: bool = True  # constant K/V for row 0 when input_pos == 0
+    seed: int = 0  # random weights, sink K/V and calibration windows
+
+
+TINY = DecoderConfig(
+    dim=64,
+    n_layers=2,
+    n_heads=4,
+    n_kv_heads=2,
+    head_dim=16,
+    hidden_dim=96,
+    vocab_size=256,
+    max_context_len=32,
+)
+SMOLVLM = DecoderConfig(
+    dim=960,
+    n_layers=32,
+    n_heads=15,
+    n_kv_heads=5,
+    head_dim=64,
+    hidden_dim=2560,
+    vocab_size=49280,
+    max_context_len=512,
+)
+SMOLLM2_135M = DecoderConfig(
+    dim=576,
+    n_layers=30,
+    n_heads=9,
+    n_kv_heads=3,
+    head_dim=64,
+    hidden_dim=1536,
+    vocab_size=49152,
+    max_context_len=512,
+)
+
+
+def model_args(config: DecoderConfig) -> ModelArgs:
+    """The llama `ModelArgs` of a config (max_seq_len = window + 1, like the published 5)."""
+    return ModelArgs(
+        dim=config.dim,
+        n_layers=config.n_layers,
+        n_heads=config.n_heads,
+        n_kv_heads=config.n_kv_heads,
+        head_dim=config.head_dim,
+        hidden_dim=config.hidden_dim,
+        vocab_size=config.vocab_size,
+        norm_eps=config.norm_eps,
+        max_batch_size=1,
+        max_seq_len=config.window + 1,
+        max_context_len=config.max_context_len,
+        use_kv_cache=True,
+        use_sdpa_with_kv_cache_op=True,
+        use_hf_rope=True,
+        rope_theta=config.rope_theta,
+        apply_embedding=False,
+        # Makes rope slice its table with narrow(start_pos), which the hf-rope fusion needs;
+        # the export itself stays static.
+        enable_dynamic_shape=True,
+        generate_full_logits=False,
+    )
+
+
+# ---------------------------------------------------------------- two-pass int8 linear
+
+
+def affine_qparams(lo: float, hi: float) -> tuple[float, int]:
+    """int8 affine (scale, zero point) covering [min(lo, 0), max(hi, 0)], as MinMaxObserver."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    scale = max((hi - lo) / float(QMAX - QMIN), torch.finfo(torch.float32).eps)
+    zero_point = int(min(max(QMIN - round(lo / scale), QMIN), QMAX))
+    return float(scale), zero_point
+
+
+def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-output-channel symmetric int8: scale = amax / 127.5 -> (int8 (N, K), f32 (N,))."""
+    amax = weight.detach().abs().amax(dim=1).clamp(min=1e-12)
+    scales = (amax / 127.5).to(torch.float32)
+    q = torch.clamp(torch.round(weight.detach() / scales[:, None]), QMIN, QMAX).to(torch.int8)
+    return q, scales
+
+
+class TwoPassQ8Linear(nn.Module):
+    """y = linear(q8(x)) + linear(q8(x - fq8(x))): static activation qparams, one int8 weight."""
+
+    def __init__(self, linear: nn.Linear, pass1: tuple[float, int], pass2: tuple[float, int]):
+        super().__init__()
+        weight_int8, weight_scales = quantize_weight(linear.weight)
+        self.register_buffer("weight_int8", weight_int8)  # (N, K) int8
+        self.register_buffer("weight_scales", weight_scales)  # (N,) f32
+        self.register_buffer("weight_zeros", torch.zeros_like(weight_scales, dtype=torch.int64))
+        self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach().clone())
+        self.s1, self.z1 = pass1
+        self.s2, self.z2 = pass2
+
+    def _linear_q8(self, x: torch.Tensor, scale: float, zero: int, w: torch.Tensor, bias):
+        qd = torch.ops.quantized_decomposed
+        q = qd.quantize_per_tensor.default(x, scale, zero, QMIN, QMAX, torch.int8)
+        xd = qd.dequantize_per_tensor.default(q, scale, zero, QMIN, QMAX, torch.int8)
+        return F.linear(xd, w, bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = torch.ops.quantized_decomposed.dequantize_per_channel.default(
+            self.weight_int8, self.weight_scales, self.weight_zeros, 0, QMIN, QMAX, torch.int8
+        )
+        y1 = self._linear_q8(x, self.s1, self.z1, w, self.bias)
+        err = (
+            x
+            - (torch.clamp(torch.round(x * (1.0 / self.s1)) + self.z1, QMIN, QMAX) - self.z1)
+            * self.s1
+        )
+        y2 = self._linear_q8(err, self.s2, self.z2, w, None)
+        return y1 + y2
+
+
+def register_linear_q8ta_q8csw_meta() -> None:
+    """Meta kernel for et_vk::linear_q8ta_q8csw -> f32 (*x.shape[:-1], N); 1.5.1 infers int8."""
+    import executorch.backends.vulkan.custom_ops_lib  # noqa: F401  (defines the op)
+
+    op = torch.ops.et_vk.linear_q8ta_q8csw.default
+    if op.has_kernel_for_dispatch_key("Meta"):
+        return
+
+    def meta(x, input_scale, input_zero_point, weights, weight_sums, weight_scales, bias=None):
+        return x.new_empty((*x.shape[:-1], weights.shape[0]), dtype=torch.float32)
+
+    lib = torch.library.Library("et_vk", "IMPL")
+    lib.impl("linear_q8ta_q8csw", meta, "Meta")
+    register_linear_q8ta_q8csw_meta._lib = lib  # keep the registration alive
+
+
+# ---------------------------------------------------------------- attention sink
+
+
+class SinkKVCache(CustomKVCache):
+    """CustomKVCache whose window row 0 takes constant K/V when input_pos == 0, without branches.
+
+    m = relu(1 - f32(input_pos)) is 1 at position 0 and 0 from position 1 on;
+    k = k + (m * row0_mask) * (sink_k - k), likewise v.
+    """
+
+    def __init__(
+        self, base: CustomKVCache, sink_k: torch.Tensor, sink_v: torch.Tensor, window: int
+    ):
+        _, ctx, n_kv_heads, head_dim = base.k_cache.shape
+        super().__init__(1, ctx, n_kv_heads, head_dim, dtype=base.k_cache.dtype)
+        self.register_buffer("sink_k", sink_k.reshape(1, 1, n_kv_heads, head_dim).float().clone())
+        self.register_buffer("sink_v", sink_v.reshape(1, 1, n_kv_heads, head_dim).float().clone())
+        row0 = torch.zeros(1, window, 1, 1)
+        row0[0, 0] = 1.0
+        self.register_buffer("row0_mask", row0)  # (1, window, 1, 1)
+
+    def update(self, input_pos, k_val, v_val, indices=None):
+        # k_val, v_val: (1, Hkv, S, D); the cache update works in (1, S, Hkv, D)
+        k = k_val.transpose(1, 2)
+        v = v_val.transpose(1, 2)
+        m = torch.relu(1.0 - input_pos.to(torch.float32)).view(1, 1, 1, 1)
+        gate = m * self.row0_mask  # (1, S, 1, 1)
+        k = k + gate * (self.sink_k - k)
+        v = v + gate * (self.sink_v - v)
+        return super().update(input_pos, k.transpose(1, 2), v.transpose(1, 2), indices)
+
+
+# ---------------------------------------------------------------- the program module
+
+
+class WindowedDecoder(nn.Module):
+    """forward(embeds (1, window, dim) f32, input_pos (1,) int64) -> last logits (1, vocab)."""
+
+    def __init__(self, config: DecoderConfig, transformer: nn.Module):
+        super().__init__()
+        self.config = config
+        self.transformer = transformer
+
+    def forward(self, embeds: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
+        return self.transformer(tokens=None, attn_options={"input_pos": input_pos}, h=embeds)
+
+    def caches(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer (k_cache, v_cache), each (1, ctx, Hkv, D) f32: the live buffers."""
+        return [
+            (layer.attention.kv_cache.k_cache, layer.attention.kv_cache.v_cache)
+            for layer in self.transformer.layers
+        ]
+
+    def reset_caches(self) -> None:
+        for k, v in self.caches():
+            k.zero_()
+            v.zero_()
+
+    @torch.no_grad()
+    def run(self, windows: Sequence[Window]) -> list[torch.Tensor]:
+        """Run windows in order, carrying the KV cache; returns each call's logits."""
+        return [self(e, p).clone() for e, p in windows]
+
+
+def random_weights(config: DecoderConfig) -> dict[str, torch.Tensor]:
+    """Seeded random weights in the llama state-dict naming (norm weights around 1)."""
+    gen = torch.Generator().manual_seed(config.seed)
+    args = model_args(config)
+    torch.manual_seed(config.seed)
+    ref = construct_transformer(args)
+    out = {}
+    for name, p in ref.state_dict().items():
+        if name.endswith("norm.weight"):
+            out[name] = 1.0 + 0.1 * torch.randn(p.shape, generator=gen)
+        elif p.dim() == 2:
+            bound = p.shape[1] ** -0.5
+            out[name] = (torch.rand(p.shape, generator=gen) * 2 - 1) * bound
+    return out
+
+
+def random_sink_kv(config: DecoderConfig) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Seeded random constant sink K/V per layer, each (Hkv, D)."""
+    gen = torch.Generator().manual_seed(config.seed + 1)
+    shape = (config.n_kv_heads, config.head_dim)
+    return [
+        (torch.randn(shape, generator=gen), torch.randn(shape, generator=gen))
+        for _ in range(config.n_layers)
+    ]
+
+
+def calibration_windows(config: DecoderConfig, n_sequences: int = 2) -> list[Window]:
+    """Seeded random windows covering the whole context: starts 0, w, 2w, ... per sequence."""
+    gen = torch.Generator().manual_seed(config.seed + 2)
+    w, ctx = config.window, config.max_context_len
+    out = []
+    for _ in range(n_sequences):
+        rows = torch.randn(ctx, config.dim, generator=gen)
+        out += [(rows[s : s + w][None], torch.tensor([s])) for s in range(0, ctx - w + 1, w)]
+    return out
+
+
+def _linears(model: nn.Module) -> dict[str, nn.Linear]:
+    return {n: m for n, m in model.named_modules() if isinstance(m, nn.Linear)}
+
+
+@torch.no_grad()
+def _observe(
+    model: WindowedDecoder, windows: Sequence[Window], value_of
+) -> dict[str, tuple[float, float]]:
+    """min/max of value_of(name, x) over every linear input x while running the windows."""
+    ranges: dict[str, tuple[float, float]] = {}
+    hooks = []
+    for name, lin in _linears(model).items():
+
+        def hook(_mod, args, name=name):
+            v = value_of(name, args[0])
+            lo, hi = float(v.min()), float(v.max())
+            old = ranges.get(name, (lo, hi))
+            ranges[name] = (min(old[0], lo), max(old[1], hi))
+
+        hooks.append(lin.register_forward_pre_hook(hook))
+    model.reset_caches()
+    model.run(windows)
+    model.reset_caches()
+    for h in hooks:
+        h.remove()
+    return ranges
+
+
+def quantize_linears(model: WindowedDecoder, windows: Sequence[Window]) -> None:
+    """Replace every nn.Linear by a TwoPassQ8Linear calibrated on the f32 model over `windows`."""
+    pass1 = {n: affine_qparams(*r) for n, r in _observe(model, windows, lambda n, x: x).items()}
+
+    def rounding_error(name, x):
+        s, z = pass1[name]
+        return x - (torch.clamp(torch.round(x * (1.0 / s)) + z, QMIN, QMAX) - z) * s
+
+    pass2 = {n: affine_qparams(*r) for n, r in _observe(model, windows, rounding_error).items()}
+    for name, lin in _linears(model).items():
+        parent_name, _, attr = name.rpartition(".")
+        parent = model.get_submodule(parent_name)
+        setattr(parent, attr, TwoPassQ8Linear(lin, pass1[name], pass2[name]))
+
+
+def build_decoder(
+    config: DecoderConfig,
+    weights: Mapping[str, torch.Tensor] | None = None,
+    *,
+    sink_kv: Sequence[tuple[torch.Tensor, torch.Tensor]] | None = None,
+    calibration: Sequence[Window] | None = None,
+) -> WindowedDecoder:
+    """Build the eager decoder program module (KV caches zeroed).
+
+    weights: llama state-dict names (`layers.{i}.attention.wq.weight`, `...feed_forward.w1.weight`,
+    `layers.{i}.attention_norm.weight`, `norm.weight`, `output.weight`, ...); HF q/k layout
+    (HF rope, no permutation). None -> seeded random weights.
+    sink_kv: per layer (k, v), each (n_kv_heads, head_dim): the constant row-0 K/V (post-rope K).
+    None -> seeded random when weights is None; required with real weights when config.sink.
+    calibration: windows run in order on fresh caches to set the activation qparams (config.q8).
+    None -> `calibration_windows(config)`.
+    """
+    args = model_args(config)
+    torch.manual_seed(config.seed)
+    transformer = construct_transformer(args)
+    state = dict(weights) if weights is not None else random_weights(config)
+    missing, unexpected = transformer.load_state_dict(state, strict=False)
+    missing = [
+        m
+        for m in missing
+        if not m.endswith(("freqs_cos", "freqs_sin", "mask", "k_cache", "v_cache"))
+    ]
+    if missing or unexpected:
+        raise ValueError(
+            f"weights do not match the llama layout: missing {missing}, unexpected {unexpected}"
+        )
+
+    for transform in _get_source_transforms(
+        dtype_override=DType.fp32, use_sdpa_with_kv_cache=True, use_kv_cache=True, vulkan=True
+    ):
+        transformer = transform(transformer)
+
+    if config.sink:
+        if sink_kv is None:
+            if weights is not None:
+                raise ValueError("real weights need sink_kv (see compute_sink_kv)")
+            sink_kv = random_sink_kv(config)
+        for layer, (k, v) in zip(transformer.layers, sink_kv, strict=True):
+            layer.attention.kv_cache = SinkKVCache(layer.attention.kv_cache, k, v, config.window)
+
+    model = WindowedDecoder(config, transformer).eval()
+    if config.q8:
+        quantize_linears(
+            model, calibration if calibration is not None else calibration_windows(config)
+        )
+    model.reset_caches()
+    return model
+
+
+@torch.no_grad()
+def compute_sink_kv(
+    config: DecoderConfig, weights: Mapping[str, torch.Tensor], row: torch.Tensor
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per layer (k, v), each (Hkv, D), that the f32 model writes for `row` (dim,) at position 0."""
+    f32 = build_decoder(replace(config, q8=False, sink=False), weights)
+    embeds = torch.zeros(1, config.window, config.dim)
+    embeds[0, 0] = row
+    f32(embeds, torch.tensor([0]))
+    return [(k[0, 0].clone(), v[0, 0].clone()) for k, v in f32.caches()]
