@@ -1,0 +1,134 @@
+// Plan validation and the host <-> storage conversions (int64 narrowing, packing, padding).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fromStorage, parsePlan, toStorage } from '../../web/plan.js';
+import { checkLimits, limitName } from '../../web/executor.js';
+import { AdapterLimitsError, InputError, PlanError } from '../../web/errors.js';
+
+/** A well-formed two-input add plan (the shape Plan.to_json() gives). */
+function addPlan() {
+  return {
+    method: 'forward', version: 1, max_context: null,
+    buffers: [
+      { id: 0, size: 28, role: 'input', label: 'x', init: null, values: [0] },
+      { id: 1, size: 28, role: 'constant', label: 'w', init: { kind: 'file', offset: 16, nbytes: 28, convert: null }, values: [1] },
+      { id: 2, size: 28, role: 'output', label: 'y', init: null, values: [2] },
+      { id: 3, size: 8, role: 'state', label: 'flags', init: { kind: 'zeros' }, values: [] },
+    ],
+    kernels: [{ id: 0, name: 'add', wgsl: '@compute @workgroup_size(64) fn main() {}', entry: 'main' }],
+    dispatches: [{ kernel: 0, bindings: [0, 1, 2], workgroups: [1, 1, 1], op: 'aten.add.Tensor', node: 0 }],
+    inputs: [{ buffer: 0, dtype: 'float32', shape: [7], storage: 'f32', name: null }],
+    outputs: [{ buffer: 2, dtype: 'float32', shape: [7], storage: 'f32', name: null }],
+    state: [3], limits: { max_buffer_size: 28, max_storage_buffer_binding_size: 28, max_storage_buffers_per_shader_stage: 3 },
+  };
+}
+
+test('a well-formed plan parses, from JSON text too', () => {
+  const plan = addPlan();
+  assert.equal(parsePlan(plan, { fileSize: 44 }), plan);
+  assert.deepEqual(parsePlan(JSON.stringify(plan)), plan);
+});
+
+const BREAKS = [
+  ['version', (p) => { p.version = 2; }, /version 2/],
+  ['buffer id', (p) => { p.buffers[1].id = 5; }, /buffer 1 has id 5/],
+  ['buffer size', (p) => { p.buffers[0].size = 30; }, /multiple of 4/],
+  ['role', (p) => { p.buffers[0].role = 'scratch'; }, /role/],
+  ['file range past the end', (p) => { p.buffers[1].init.offset = 20; }, /of a 44-byte file/],
+  ['file content larger than the buffer', (p) => { p.buffers[1].init.convert = 'u8_to_u32'; }, /file content is 112/],
+  ['convert', (p) => { p.buffers[1].init.convert = 'f16_to_f32'; }, /convert/],
+  ['init kind', (p) => { p.buffers[3].init = { kind: 'random' }; }, /init kind/],
+  ['dispatch kernel', (p) => { p.dispatches[0].kernel = 1; }, /dispatch 0 kernel 1/],
+  ['binding', (p) => { p.dispatches[0].bindings[2] = 9; }, /binding 2 names buffer 9/],
+  ['workgroups', (p) => { p.dispatches[0].workgroups = [1, 1]; }, /workgroups/],
+  ['io storage', (p) => { p.inputs[0].storage = 'f16'; }, /storage/],
+  ['io dtype', (p) => { p.outputs[0].dtype = 'complex64'; }, /dtype/],
+  ['io larger than its buffer', (p) => { p.inputs[0].shape = [8]; }, /needs 32 bytes/],
+  ['state', (p) => { p.state = [4]; }, /state\[0\]/],
+  ['limits', (p) => { p.limits.max_buffer_size = -1; }, /limit max_buffer_size/],
+  ['not JSON', () => '{', /not JSON/],
+];
+
+for (const [what, breakIt, message] of BREAKS) {
+  test(`a plan with a bad ${what} is a PlanError`, () => {
+    const plan = addPlan();
+    const broken = breakIt(plan) ?? plan;
+    assert.throws(() => parsePlan(broken, { fileSize: 44 }), (e) => e instanceof PlanError && message.test(e.message));
+  });
+}
+
+const f32 = { dtype: 'float32', shape: [2, 3], storage: 'f32' };
+const i64 = { dtype: 'int64', shape: [1], storage: 'i32' };
+
+test('f32 inputs: TypedArray by element count or {data, shape} by exact shape', () => {
+  const x = new Float32Array([1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(new Float32Array(toStorage(x, f32, 'input 0').buffer), x);
+  assert.equal(toStorage({ data: x, shape: [2, 3] }, f32, 'input 0').byteLength, 24);
+  assert.deepEqual(new Float32Array(toStorage(new Float64Array([1.5, 2, 3, 4, 5, 6]), f32, 'x').buffer)[0], 1.5);
+  assert.throws(() => toStorage(new Float32Array(5), f32, 'input 0'), (e) => e instanceof InputError && /has 5 elements, the method takes float32\[2, 3\]/.test(e.message));
+  assert.throws(() => toStorage({ data: x, shape: [3, 2] }, f32, 'input 0'), (e) => e instanceof InputError && /has shape \[3, 2\]/.test(e.message));
+  assert.throws(() => toStorage([1, 2, 3, 4, 5, 6], f32, 'input 0'), InputError);
+  assert.throws(() => toStorage(new BigInt64Array(6), f32, 'input 0'), InputError);
+});
+
+test('int64 inputs are narrowed to int32 with a range check', () => {
+  const raw = toStorage(new BigInt64Array([-5n]), i64, 'input 1');
+  assert.deepEqual(Array.from(new Int32Array(raw.buffer)), [-5]);
+  assert.deepEqual(Array.from(new Int32Array(toStorage(new BigInt64Array([2n ** 31n - 1n]), i64, 'p').buffer)), [2 ** 31 - 1]);
+  assert.deepEqual(Array.from(new Int32Array(toStorage(new Int32Array([7]), i64, 'p').buffer)), [7]);
+  for (const bad of [2n ** 31n, -(2n ** 31n) - 1n, 2n ** 62n]) {
+    assert.throws(() => toStorage(new BigInt64Array([bad]), i64, 'input 1'), (e) => e instanceof InputError && /outside int32/.test(e.message));
+  }
+  assert.throws(() => toStorage(new BigUint64Array([2n ** 63n]), i64, 'input 1'), /outside int32/);
+  assert.throws(() => toStorage(new Uint32Array([2 ** 31]), i64, 'input 1'), /outside int32/);
+  assert.throws(() => toStorage(new Float32Array([1]), i64, 'input 1'), (e) => e instanceof InputError && /integer array/.test(e.message));
+});
+
+test('int8/uint8 pack 4 per word and pad to 4 bytes; bool takes a u32 per element', () => {
+  const i8 = { dtype: 'int8', shape: [5], storage: 'i8' };
+  const raw = toStorage(new Int8Array([-1, 2, -3, 4, -5]), i8, 'x');
+  assert.equal(raw.byteLength, 8);
+  assert.deepEqual(Array.from(new Int8Array(raw.buffer)), [-1, 2, -3, 4, -5, 0, 0, 0]);
+  assert.throws(() => toStorage(new Int16Array([1, 2, 3, 4, 200]), i8, 'x'), /outside int8/);
+  const u8 = { dtype: 'uint8', shape: [1], storage: 'u8' };
+  assert.equal(toStorage(new Uint8Array([255]), u8, 'x').byteLength, 4);
+  assert.throws(() => toStorage(new Int8Array([-1]), u8, 'x'), /outside uint8/);
+  const b = { dtype: 'bool', shape: [3], storage: 'bool' };
+  assert.deepEqual(Array.from(new Uint32Array(toStorage(new Uint8Array([0, 2, 1]), b, 'x').buffer)), [0, 1, 1]);
+});
+
+test('outputs come back in their dtype', () => {
+  const words = new Int32Array([3, -4, 0, 0]).buffer;
+  const out64 = fromStorage(words, { dtype: 'int64', shape: [2], storage: 'i32' });
+  assert.ok(out64 instanceof BigInt64Array);
+  assert.deepEqual(Array.from(out64), [3n, -4n]);
+  const out32 = fromStorage(words, { dtype: 'int32', shape: [1], storage: 'i32' });
+  assert.ok(out32 instanceof Int32Array && out32.length === 1);
+  const bools = fromStorage(new Uint32Array([0, 5, 1]).buffer, { dtype: 'bool', shape: [3], storage: 'bool' });
+  assert.deepEqual(Array.from(bools), [0, 1, 1]);
+  const bytes = fromStorage(new Int8Array([-2, 3, 0, 0]).buffer, { dtype: 'int8', shape: [2], storage: 'i8' });
+  assert.deepEqual(Array.from(bytes), [-2, 3]);
+  const floats = new Float32Array([1.25, 2]);
+  const got = fromStorage(floats.buffer, { dtype: 'float32', shape: [2], storage: 'f32' });
+  floats[0] = 9; // the result is a copy: staging buffers are unmapped after a call
+  assert.equal(got[0], 1.25);
+});
+
+test('limits: snake_case plan names, max and min rules, AdapterLimitsError detail', () => {
+  assert.equal(limitName('max_storage_buffer_binding_size'), 'maxStorageBufferBindingSize');
+  const have = { maxBufferSize: 1024, minStorageBufferOffsetAlignment: 256 };
+  assert.deepEqual(checkLimits({ max_buffer_size: 1000, min_storage_buffer_offset_alignment: 256, max_unknown: 5 }, have),
+    { maxBufferSize: 1000, minStorageBufferOffsetAlignment: 256 });
+  assert.throws(() => checkLimits({ max_buffer_size: 2048 }, have),
+    (e) => e instanceof AdapterLimitsError && e.limit === 'maxBufferSize' && e.needed === 2048 && e.allowed === 1024 && /larger WebGPU limits/.test(e.message));
+  assert.throws(() => checkLimits({ min_storage_buffer_offset_alignment: 64 }, have), AdapterLimitsError);
+});
+
+test('requestDevice: NoWebGPUError without navigator.gpu or an adapter, AdapterLimitsError for small limits', async () => {
+  const { requestDevice } = await import('../../web/executor.js');
+  const { NoWebGPUError } = await import('../../web/errors.js');
+  await assert.rejects(requestDevice({}, { gpu: undefined }), (e) => e instanceof NoWebGPUError && /navigator.gpu/.test(e.message));
+  await assert.rejects(requestDevice({}, { gpu: { requestAdapter: async () => null } }), NoWebGPUError);
+  const small = { requestAdapter: async () => ({ limits: { maxBufferSize: 64 }, requestDevice: async () => assert.fail('no device for a plan that does not fit') }) };
+  await assert.rejects(requestDevice({ max_buffer_size: 65 }, { gpu: small }), AdapterLimitsError);
+});

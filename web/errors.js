@@ -1,0 +1,95 @@
+// Typed errors of webpte in the page. Names match the Python classes (py/webpte/errors.py)
+// so an error raised by the planner in the worker arrives in the page as the same class.
+// Every message says what went wrong and what to do.
+
+/** Base class of every error webpte raises on purpose. */
+export class WebpteError extends Error {
+  /** @param {string} message @param {object} [options] */
+  constructor(message, options) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The bytes are not a well-formed ExecuTorch program (or VK00 graph). */
+export class PteFormatError extends WebpteError {}
+
+/** The graph uses ops that webpte has no kernel for; `ops` lists them. */
+export class UnsupportedOpError extends WebpteError {
+  /** @param {string} message @param {string[]} [ops] */
+  constructor(message, ops = []) {
+    super(message);
+    this.ops = [...ops];
+  }
+}
+
+/** A graph could not be lowered to a plan, or a plan is malformed or fails on the device. */
+export class PlanError extends WebpteError {}
+
+/** Inputs given to a program do not match what the method takes. */
+export class InputError extends WebpteError {}
+
+/** No usable WebGPU adapter or device. */
+export class AdapterError extends WebpteError {}
+
+/** `navigator.gpu` is missing or gives no adapter. */
+export class NoWebGPUError extends AdapterError {}
+
+/** The adapter's limits are smaller than the plan needs; `limit`, `needed`, `allowed` say which. */
+export class AdapterLimitsError extends AdapterError {
+  /** @param {string} message @param {{limit?: string, needed?: number, allowed?: number}} [detail] */
+  constructor(message, detail = {}) {
+    super(message);
+    this.limit = detail.limit;
+    this.needed = detail.needed;
+    this.allowed = detail.allowed;
+  }
+}
+
+/** The GPU device was lost (driver reset, another tab, out of memory). */
+export class DeviceLostError extends AdapterError {}
+
+/** The program was disposed (or its worker terminated); load it again. */
+export class DisposedError extends WebpteError {}
+
+/** The worker failed outside any request (it could not start, or crashed). */
+export class WorkerError extends WebpteError {}
+
+const CLASSES = {
+  WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError, AdapterError,
+  NoWebGPUError, AdapterLimitsError, DeviceLostError, DisposedError, WorkerError,
+};
+
+/**
+ * An error as plain data for postMessage: `{name, message, ...detail}`.
+ * Errors that are not webpte's keep their name (TypeError, ...) and message.
+ * @param {unknown} err
+ * @returns {{name: string, message: string, ops?: string[], limit?: string, needed?: number, allowed?: number}}
+ */
+export function errorToWire(err) {
+  if (!(err instanceof Error)) return { name: 'Error', message: String(err) };
+  const out = { name: err.name || 'Error', message: err.message };
+  if (err instanceof UnsupportedOpError) out.ops = err.ops;
+  if (err instanceof AdapterLimitsError) {
+    Object.assign(out, { limit: err.limit, needed: err.needed, allowed: err.allowed });
+  }
+  return out;
+}
+
+/**
+ * The error an `errorToWire` payload stands for: the webpte class of that name, or a plain
+ * Error (with the name kept) for anything else.
+ * @param {{name?: string, message?: string, ops?: string[]}} wire
+ * @returns {Error}
+ */
+export function errorFromWire(wire) {
+  const name = wire?.name ?? 'Error';
+  const message = wire?.message ?? '';
+  const cls = Object.hasOwn(CLASSES, name) ? CLASSES[name] : null;
+  if (cls === UnsupportedOpError) return new UnsupportedOpError(message, wire.ops ?? []);
+  if (cls === AdapterLimitsError) return new AdapterLimitsError(message, wire);
+  if (cls) return new cls(message);
+  const err = new Error(message);
+  err.name = name;
+  return err;
+}

@@ -1,0 +1,281 @@
+// Execute a Plan on navigator.gpu. Mirrors py/webpte/native/executor.py: everything is made
+// at load (buffers, pipelines with layout "auto", bind groups, MAP_READ staging buffers); a
+// call writes the inputs, records every dispatch in one compute pass, submits once and reads
+// back only the outputs. The executor knows nothing about ops.
+
+import {
+  AdapterError, AdapterLimitsError, DeviceLostError, DisposedError, NoWebGPUError, PlanError,
+  InputError,
+} from './errors.js';
+import { describeIO, fromStorage, parsePlan, storageBytes, toStorage } from './plan.js';
+
+// Limits a plan may ask for beyond WebGPU's defaults (py/webpte/native/device.py REQUESTABLE).
+const REQUESTABLE = ['maxBufferSize', 'maxStorageBufferBindingSize', 'maxStorageBuffersPerShaderStage'];
+const UPLOAD_CHUNK = 16 << 20; // bytes per writeBuffer: bounds the driver's staging copies
+
+/** snake_case plan limit name -> WebGPU's camelCase. @param {string} name */
+export const limitName = (name) => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+
+/**
+ * Check `needed` (plan.limits, snake_case) against `have` (GPUSupportedLimits or a plain
+ * object); returns the camelCase limits to request. min* limits must be at most the need.
+ * @param {Record<string, number>} needed
+ * @param {Record<string, number>} have
+ * @returns {Record<string, number>}
+ * @throws {AdapterLimitsError}
+ */
+export function checkLimits(needed, have) {
+  const out = {};
+  for (const [snake, value] of Object.entries(needed ?? {})) {
+    const name = limitName(snake);
+    const allowed = have[name];
+    if (allowed === undefined) continue;
+    const isMin = name.startsWith('min');
+    if (isMin ? value < allowed : value > allowed) {
+      throw new AdapterLimitsError(
+        `the plan needs ${name} = ${value}, this GPU allows ${allowed}; use a GPU (or browser) `
+        + 'with larger WebGPU limits, or a smaller program', { limit: name, needed: value, allowed });
+    }
+    out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * A WebGPU device whose limits cover `needed` (plan.limits). It asks the adapter for its
+ * maxima of the requestable limits, like the native device, so one device serves several
+ * plans.
+ * @param {Record<string, number>} [needed]
+ * @param {{gpu?: GPU, powerPreference?: GPUPowerPreference}} [options]
+ * @returns {Promise<GPUDevice>}
+ * @throws {NoWebGPUError | AdapterLimitsError | AdapterError}
+ */
+export async function requestDevice(needed = {}, { gpu = globalThis.navigator?.gpu, powerPreference = 'high-performance' } = {}) {
+  if (!gpu) {
+    throw new NoWebGPUError('this browser exposes no WebGPU (navigator.gpu is missing); use a '
+      + 'WebGPU browser (Chrome/Edge 113+, Safari 26+, Firefox 141+) over https or localhost');
+  }
+  const adapter = await gpu.requestAdapter({ powerPreference });
+  if (!adapter) {
+    throw new NoWebGPUError('WebGPU gave no adapter; enable hardware acceleration or WebGPU in '
+      + 'the browser settings (or chrome://flags/#enable-unsafe-webgpu)');
+  }
+  checkLimits(needed, adapter.limits);
+  const requiredLimits = Object.fromEntries(REQUESTABLE.map((n) => [n, adapter.limits[n]]));
+  try {
+    return await adapter.requestDevice({ requiredLimits, label: 'webpte' });
+  } catch (err) {
+    throw new AdapterError(`the adapter refused a device (${err.message}); close other GPU-heavy tabs and retry`);
+  }
+}
+
+/**
+ * A Plan made real on one GPUDevice. Make it with `Executor.create`.
+ */
+export class Executor {
+  /** @private */
+  constructor(plan, device) {
+    this.plan = plan;
+    this.device = device;
+    this.buffers = [];
+    this.pipelines = [];
+    this.bindGroups = [];
+    this.staging = [];
+    this.lost = null;
+    this.disposed = false;
+    this.tail = Promise.resolve(); // calls run one after another (shared staging buffers)
+  }
+
+  /**
+   * Create every buffer, pipeline and bind group of `plan` and upload its constants.
+   * @param {string | object} plan Plan.to_json() text or object
+   * @param {ArrayBuffer | ArrayBufferView | null} fileBytes the program file (constant ranges
+   *   are uploaded from it directly); null if the plan has no file-initialised buffers
+   * @param {{device?: GPUDevice, gpu?: GPU, poison?: boolean}} [options] `device` to share one
+   *   device between programs; `poison` fills activations/outputs with NaNs (tests)
+   * @returns {Promise<Executor>}
+   * @throws {PlanError | AdapterError}
+   */
+  static async create(plan, fileBytes, { device, gpu, poison = false } = {}) {
+    const bytes = fileBytes == null ? null : asBytes(fileBytes);
+    plan = parsePlan(plan, { fileSize: bytes?.byteLength });
+    if (device) checkLimits(plan.limits, device.limits);
+    else device = await requestDevice(plan.limits, { gpu });
+    const ex = new Executor(plan, device);
+    device.lost.then((info) => { ex.lost = info; });
+    try {
+      await ex.#build(bytes);
+      if (poison) ex.poison();
+    } catch (err) {
+      ex.dispose();
+      throw err;
+    }
+    return ex;
+  }
+
+  async #build(bytes) {
+    const { plan, device } = this;
+    const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+    device.pushErrorScope('out-of-memory');
+    device.pushErrorScope('validation');
+    this.buffers = plan.buffers.map((b) => device.createBuffer({ size: b.size, usage, label: b.label || `b${b.id}` }));
+    for (const b of plan.buffers) this.#initialise(b, bytes);
+    this.staging = plan.outputs.map((o) => device.createBuffer({
+      size: plan.buffers[o.buffer].size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      label: `staging ${o.buffer}`,
+    }));
+    const validation = await device.popErrorScope();
+    const oom = await device.popErrorScope();
+    if (oom) throw new AdapterError(`the GPU is out of memory for this program (${oom.message}); close other GPU-heavy tabs`);
+    if (validation) throw new PlanError(`buffers of the plan were refused: ${validation.message}`);
+
+    this.pipelines = await Promise.all(plan.kernels.map((k) => this.#pipeline(k)));
+    device.pushErrorScope('validation');
+    this.bindGroups = plan.dispatches.map((d, i) => device.createBindGroup({
+      label: `dispatch ${i} ${d.op ?? ''}`,
+      layout: this.pipelines[d.kernel].getBindGroupLayout(0),
+      entries: d.bindings.map((b, j) => ({
+        binding: j, resource: { buffer: this.buffers[b], offset: 0, size: plan.buffers[b].size },
+      })),
+    }));
+    const err = await device.popErrorScope();
+    if (err) throw new PlanError(`a bind group of the plan was refused: ${err.message}`);
+  }
+
+  async #pipeline(k) {
+    const module = this.device.createShaderModule({ code: k.wgsl, label: k.name });
+    const info = await module.getCompilationInfo();
+    const errors = info.messages.filter((m) => m.type === 'error');
+    if (errors.length) {
+      const lines = errors.map((m) => `  ${m.lineNum}:${m.linePos} ${m.message}`).join('\n');
+      throw new PlanError(`kernel ${k.name} failed to compile:\n${lines}\n${k.wgsl}`);
+    }
+    try {
+      return await this.device.createComputePipelineAsync({
+        layout: 'auto', compute: { module, entryPoint: k.entry }, label: k.name,
+      });
+    } catch (err) {
+      throw new PlanError(`kernel ${k.name} failed to make a pipeline: ${err.message}`);
+    }
+  }
+
+  #initialise(b, bytes) {
+    const init = b.init;
+    const target = this.buffers[b.id];
+    if (init == null) return;
+    if (init.kind === 'zeros') {
+      const enc = this.device.createCommandEncoder();
+      enc.clearBuffer(target);
+      this.device.queue.submit([enc.finish()]);
+      return;
+    }
+    if (!bytes) throw new PlanError(`buffer ${b.label || b.id} needs file bytes; load with the program data`);
+    let src = bytes.subarray(init.offset, init.offset + init.nbytes);
+    if (init.convert === 'u8_to_u32') {
+      const wide = Uint32Array.from(src);
+      src = new Uint8Array(wide.buffer);
+    }
+    if (src.byteLength % 4) {
+      const padded = new Uint8Array(Math.ceil(src.byteLength / 4) * 4);
+      padded.set(src);
+      src = padded;
+    }
+    for (let at = 0; at < src.byteLength; at += UPLOAD_CHUNK) {
+      const n = Math.min(UPLOAD_CHUNK, src.byteLength - at);
+      this.device.queue.writeBuffer(target, at, src, at, n);
+    }
+  }
+
+  /** Method inputs: `[{buffer, dtype, shape, storage, name}]`. */
+  get inputs() { return this.plan.inputs; }
+
+  /** Method outputs: `[{buffer, dtype, shape, storage, name}]`. */
+  get outputs() { return this.plan.outputs; }
+
+  /**
+   * Run one call: write `inputs`, dispatch the whole plan in one compute pass, read the
+   * outputs. Calls are serialised; state (KV caches) persists until `reset()`.
+   * @param {Array<ArrayBufferView | {data: ArrayBufferView, shape: number[]}>} inputs in the
+   *   method's order (see `inputs`); int64 inputs may be BigInt64Array (narrowed to int32)
+   * @returns {Promise<ArrayBufferView[]>} one TypedArray per output, of the output's dtype
+   * @throws {InputError | DeviceLostError | DisposedError | PlanError}
+   */
+  run(inputs) {
+    const call = this.tail.then(() => this.#run(inputs));
+    this.tail = call.catch(() => {});
+    return call;
+  }
+
+  async #run(inputs) {
+    this.#usable();
+    const { plan, device } = this;
+    if (!Array.isArray(inputs) || inputs.length !== plan.inputs.length) {
+      throw new InputError(`the method takes ${plan.inputs.length} inputs `
+        + `(${plan.inputs.map(describeIO).join(', ')}), got ${Array.isArray(inputs) ? inputs.length : typeof inputs}`);
+    }
+    const raws = inputs.map((a, i) => toStorage(a, plan.inputs[i], `input ${i}`));
+    device.pushErrorScope('validation');
+    raws.forEach((raw, i) => device.queue.writeBuffer(this.buffers[plan.inputs[i].buffer], 0, raw));
+    const enc = device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    plan.dispatches.forEach((d, i) => {
+      pass.setPipeline(this.pipelines[d.kernel]);
+      pass.setBindGroup(0, this.bindGroups[i]);
+      pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+    });
+    pass.end();
+    plan.outputs.forEach((o, j) => enc.copyBufferToBuffer(this.buffers[o.buffer], 0, this.staging[j], 0, this.staging[j].size));
+    device.queue.submit([enc.finish()]);
+    const err = await device.popErrorScope();
+    if (err) throw new PlanError(`the GPU refused the call: ${err.message}`);
+    await Promise.all(this.staging.map((s) => s.mapAsync(GPUMapMode.READ)));
+    this.#usable();
+    try {
+      return plan.outputs.map((o, j) => fromStorage(this.staging[j].getMappedRange(0, padded(storageBytes(o))), o));
+    } finally {
+      this.staging.forEach((s) => s.unmap());
+    }
+  }
+
+  /** Zero the persistent state (KV caches). Takes effect before the next call. */
+  reset() {
+    this.#usable();
+    for (const i of this.plan.state) this.#initialise(this.plan.buffers[i], null);
+  }
+
+  /** Fill activation and output buffers with a NaN pattern (tests: catches unwritten elements). */
+  poison(word = 0x7fc0dead) {
+    this.#usable();
+    for (const b of this.plan.buffers) {
+      if (b.role === 'activation' || b.role === 'output') {
+        this.device.queue.writeBuffer(this.buffers[b.id], 0, new Uint32Array(b.size / 4).fill(word));
+      }
+    }
+  }
+
+  /** Free every GPU resource of this program (the device stays, it may be shared). */
+  dispose() {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const b of [...this.buffers, ...this.staging]) b.destroy();
+    this.buffers = [];
+    this.staging = [];
+    this.pipelines = [];
+    this.bindGroups = [];
+  }
+
+  #usable() {
+    if (this.disposed) throw new DisposedError('this program was disposed; load it again');
+    if (this.lost) {
+      throw new DeviceLostError(`the GPU device was lost (${this.lost.reason}: ${this.lost.message}); load the program again`);
+    }
+  }
+}
+
+const padded = (n) => Math.max(4, Math.ceil(n / 4) * 4);
+
+function asBytes(x) {
+  if (x instanceof ArrayBuffer) return new Uint8Array(x);
+  if (ArrayBuffer.isView(x)) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  throw new TypeError('program bytes must be an ArrayBuffer or a TypedArray');
+}

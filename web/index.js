@@ -1,0 +1,109 @@
+// webpte in the page: load an ExecuTorch WebGPU `.pte` and run it on navigator.gpu.
+//
+//   import { loadProgram } from './webpte/index.js';
+//   const program = await loadProgram('model.pte');          // URL, ArrayBuffer or File
+//   const [logits] = await program.run([embeds, inputPos]);  // TypedArrays in method order
+//   await program.reset();                                    // zero KV caches
+//   await program.dispose();
+//
+// Reading and planning run in Python (Pyodide) inside a Web Worker; the worker's JS executor
+// runs the plan. Every file comes from next to this module (dist/ of `npm run build`).
+
+import { Client } from './protocol.js';
+import { DisposedError, InputError } from './errors.js';
+
+export {
+  WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError, AdapterError,
+  NoWebGPUError, AdapterLimitsError, DeviceLostError, DisposedError, WorkerError,
+} from './errors.js';
+export { Executor, requestDevice } from './executor.js';
+export { parsePlan } from './plan.js';
+
+let shared = null;
+
+function runtime() {
+  shared ??= new Client(new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'webpte' }));
+  return shared;
+}
+
+/**
+ * Terminate the shared worker (every loaded program is disposed with it). The next
+ * `loadProgram` starts a new one.
+ */
+export function terminate() {
+  shared?.close();
+  shared = null;
+}
+
+/**
+ * Load one method of a `.pte` program: fetch it, plan it in Python, upload it to the GPU.
+ * @param {string | URL | ArrayBuffer | ArrayBufferView | Blob} source a URL (fetched by the
+ *   worker), the file's bytes (copied to the worker), or a File/Blob
+ * @param {object} [options]
+ * @param {string} [options.method] method name (default "forward")
+ * @param {string | object} [options.plan] a plan made earlier (`Plan.to_json()`, e.g. cached by
+ *   the file's sha256): skips Python entirely
+ * @param {(event: {stage: string, loaded?: number, total?: number}) => void} [options.onProgress]
+ *   stages: fetch, python, plan, upload, ready
+ * @param {boolean} [options.poison] fill activations/outputs with NaNs first (tests)
+ * @returns {Promise<Program>}
+ * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | InputError | WorkerError}
+ */
+export async function loadProgram(source, { method = 'forward', plan = null, onProgress, poison = false } = {}) {
+  if (source instanceof URL) source = source.href;
+  if (typeof source === 'string') source = new URL(source, globalThis.location?.href).href;
+  else if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source) || (typeof Blob !== 'undefined' && source instanceof Blob))) {
+    throw new InputError('loadProgram takes a URL string, an ArrayBuffer, a TypedArray or a File/Blob');
+  }
+  const client = runtime();
+  const info = await client.request('load', { source, method, plan, poison }, { onEvent: onProgress });
+  return new Program(client, info);
+}
+
+/** A loaded method. Make it with `loadProgram`. */
+export class Program {
+  /** @private */
+  constructor(client, info) {
+    this.client = client;
+    this.handle = info.handle;
+    /** Method name. */
+    this.method = info.method;
+    /** What run() takes: `[{dtype, shape, storage, name}]`. */
+    this.inputs = info.inputs;
+    /** What run() gives: `[{dtype, shape, storage, name}]`. */
+    this.outputs = info.outputs;
+    /** Positions of a windowed decoder's context, or null. */
+    this.maxContext = info.max_context;
+    /** Load statistics: file_bytes, bytes_read_by_python, dispatches, *_ms timings. */
+    this.stats = info.stats;
+    this.disposed = false;
+  }
+
+  /**
+   * Run one call. Inputs are checked (count, element count or `{data, shape}` shape, dtype,
+   * int64 range, context) before the GPU; state persists across calls until `reset()`.
+   * @param {Array<ArrayBufferView | {data: ArrayBufferView, shape: number[]}>} inputs
+   * @returns {Promise<ArrayBufferView[]>} one TypedArray per output (int64 -> BigInt64Array)
+   * @throws {InputError | DeviceLostError | DisposedError}
+   */
+  run(inputs) {
+    return this.#request('run', { handle: this.handle, inputs });
+  }
+
+  /** Zero persistent state (KV caches). @returns {Promise<void>} */
+  reset() {
+    return this.#request('reset', { handle: this.handle });
+  }
+
+  /** Free this program's GPU memory. @returns {Promise<void>} */
+  async dispose() {
+    if (this.disposed) return;
+    this.disposed = true;
+    await this.client.request('dispose', { handle: this.handle });
+  }
+
+  #request(kind, content) {
+    if (this.disposed) return Promise.reject(new DisposedError('this program was disposed; load it again'));
+    return this.client.request(kind, content);
+  }
+}

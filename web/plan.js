@@ -1,0 +1,194 @@
+// The Plan (py/webpte/plan/model.py) as the JS executor reads it: validation, and the
+// conversions between host TypedArrays and the bytes an input/output buffer holds
+// (mirrors to_storage_bytes / from_storage_bytes of py/webpte/native/executor.py).
+
+import { InputError, PlanError } from './errors.js';
+
+export const PLAN_VERSION = 1;
+const ROLES = new Set(['constant', 'activation', 'input', 'output', 'state', 'scalar']);
+const STORAGE = new Set(['f32', 'i32', 'i8', 'u8', 'bool']);
+const STORAGE_BYTES = { f32: 4, i32: 4, i8: 1, u8: 1, bool: 4 };
+
+/** Host dtype name -> the TypedArray class a method input/output uses in the page. */
+export const DTYPE_ARRAYS = Object.freeze({
+  float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array,
+  int16: Int16Array, int8: Int8Array, uint8: Uint8Array, uint16: Uint16Array,
+  uint32: Uint32Array, bool: Uint8Array,
+});
+
+const isInt = (x) => Number.isSafeInteger(x) && x >= 0;
+
+function fail(what) {
+  throw new PlanError(`malformed plan: ${what}; re-plan the program with this webpte version`);
+}
+
+/**
+ * Parse (if a string) and validate a Plan. `fileSize`, when given, bounds file byte ranges.
+ * @param {string | object} planOrJson Plan.to_json() text or its parsed object
+ * @param {{fileSize?: number}} [options]
+ * @returns {object} the plan object (fields as in Python: buffers, kernels, dispatches, ...)
+ * @throws {PlanError}
+ */
+export function parsePlan(planOrJson, { fileSize } = {}) {
+  let plan = planOrJson;
+  if (typeof plan === 'string') {
+    try {
+      plan = JSON.parse(plan);
+    } catch (err) {
+      fail(`not JSON (${err.message})`);
+    }
+  }
+  if (plan === null || typeof plan !== 'object') fail('not an object');
+  if (plan.version !== PLAN_VERSION) fail(`version ${plan.version}, this executor reads ${PLAN_VERSION}`);
+  for (const key of ['buffers', 'kernels', 'dispatches', 'inputs', 'outputs', 'state']) {
+    if (!Array.isArray(plan[key])) fail(`${key} is not a list`);
+  }
+  const nb = plan.buffers.length;
+  plan.buffers.forEach((b, i) => {
+    if (b?.id !== i) fail(`buffer ${i} has id ${b?.id}`);
+    if (!isInt(b.size) || b.size === 0 || b.size % 4) fail(`buffer ${i} size ${b.size} is not a positive multiple of 4`);
+    if (!ROLES.has(b.role)) fail(`buffer ${i} role ${JSON.stringify(b.role)}`);
+    checkInit(b, i, fileSize);
+  });
+  const buf = (x, what) => {
+    if (!Number.isInteger(x) || x < 0 || x >= nb) fail(`${what} names buffer ${x} of ${nb}`);
+    return plan.buffers[x];
+  };
+  plan.kernels.forEach((k, i) => {
+    if (typeof k?.wgsl !== 'string' || typeof k.entry !== 'string') fail(`kernel ${i} has no wgsl/entry`);
+  });
+  plan.dispatches.forEach((d, i) => {
+    if (!Number.isInteger(d?.kernel) || d.kernel < 0 || d.kernel >= plan.kernels.length) fail(`dispatch ${i} kernel ${d?.kernel}`);
+    if (!Array.isArray(d.bindings)) fail(`dispatch ${i} bindings`);
+    d.bindings.forEach((b, j) => buf(b, `dispatch ${i} binding ${j}`));
+    if (!Array.isArray(d.workgroups) || d.workgroups.length !== 3 || !d.workgroups.every(isInt)) {
+      fail(`dispatch ${i} workgroups ${JSON.stringify(d.workgroups)}`);
+    }
+  });
+  for (const [key, list] of [['inputs', plan.inputs], ['outputs', plan.outputs]]) {
+    list.forEach((io, i) => {
+      const b = buf(io?.buffer, `${key}[${i}]`);
+      if (!STORAGE.has(io.storage)) fail(`${key}[${i}] storage ${JSON.stringify(io.storage)}`);
+      if (!Object.hasOwn(DTYPE_ARRAYS, io.dtype)) fail(`${key}[${i}] dtype ${JSON.stringify(io.dtype)}`);
+      if (!Array.isArray(io.shape) || !io.shape.every(isInt)) fail(`${key}[${i}] shape ${JSON.stringify(io.shape)}`);
+      if (storageBytes(io) > b.size) fail(`${key}[${i}] needs ${storageBytes(io)} bytes, buffer ${b.id} has ${b.size}`);
+    });
+  }
+  plan.state.forEach((s, i) => buf(s, `state[${i}]`));
+  if (plan.limits === null || typeof plan.limits !== 'object') fail('limits is not an object');
+  for (const [k, v] of Object.entries(plan.limits)) if (!isInt(v)) fail(`limit ${k} = ${v}`);
+  if (plan.max_context != null && !isInt(plan.max_context)) fail(`max_context ${plan.max_context}`);
+  return plan;
+}
+
+function checkInit(b, i, fileSize) {
+  const init = b.init;
+  if (init == null || init.kind === 'zeros') return;
+  if (init.kind !== 'file') fail(`buffer ${i} init kind ${JSON.stringify(init.kind)}`);
+  if (!isInt(init.offset) || !isInt(init.nbytes)) fail(`buffer ${i} file range`);
+  if (fileSize !== undefined && init.offset + init.nbytes > fileSize) {
+    fail(`buffer ${i} reads bytes ${init.offset}..${init.offset + init.nbytes} of a ${fileSize}-byte file`);
+  }
+  const convert = init.convert ?? null;
+  if (convert !== null && convert !== 'u8_to_u32') fail(`buffer ${i} convert ${JSON.stringify(convert)}`);
+  const bytes = convert === 'u8_to_u32' ? init.nbytes * 4 : init.nbytes;
+  if (bytes > b.size) fail(`buffer ${i} holds ${b.size} bytes, its file content is ${bytes}`);
+}
+
+/** Number of elements of a shape. @param {number[]} shape */
+export const numel = (shape) => shape.reduce((a, b) => a * b, 1);
+
+/** Bytes an input/output occupies in its buffer (before padding to 4). */
+export const storageBytes = (io) => numel(io.shape) * STORAGE_BYTES[io.storage];
+
+/** How a method input/output is written: `float32[1, 4, 64]`. */
+export const describeIO = (io) => `${io.dtype}[${io.shape.join(', ')}]`;
+
+const INTEGER_ARRAYS = [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array,
+  Int32Array, Uint32Array, BigInt64Array, BigUint64Array];
+const isTyped = (x) => ArrayBuffer.isView(x) && !(x instanceof DataView);
+const isIntegerArray = (x) => INTEGER_ARRAYS.some((c) => x instanceof c);
+const isBigArray = (x) => x instanceof BigInt64Array || x instanceof BigUint64Array;
+const NARROW_NAMES = { i32: 'int32', i8: 'int8', u8: 'uint8' };
+const RANGES = { i32: [-(2 ** 31), 2 ** 31 - 1, Int32Array], i8: [-128, 127, Int8Array], u8: [0, 255, Uint8Array] };
+
+/**
+ * A host input -> the bytes its buffer holds: Uint8Array padded to a multiple of 4 bytes.
+ * `value` is a TypedArray (its length must be the method's element count) or
+ * `{data: TypedArray, shape: number[]}` (the shape must match exactly). Integer inputs are
+ * narrowed (int64 BigInt64Array -> int32) with a range check.
+ * @param {ArrayBufferView | {data: ArrayBufferView, shape: number[]}} value
+ * @param {{dtype: string, shape: number[], storage: string}} spec
+ * @param {string} what e.g. "input 0", for messages
+ * @returns {Uint8Array}
+ * @throws {InputError}
+ */
+export function toStorage(value, spec, what) {
+  let data = value;
+  const want = describeIO(spec);
+  if (value !== null && typeof value === 'object' && !isTyped(value) && 'data' in value) {
+    data = value.data;
+    const shape = Array.from(value.shape ?? [], Number);
+    if (shape.length !== spec.shape.length || shape.some((d, i) => d !== spec.shape[i])) {
+      throw new InputError(`${what} has shape [${shape.join(', ')}], the method takes ${want}`);
+    }
+  }
+  if (!isTyped(data)) {
+    throw new InputError(`${what} is not a TypedArray (or {data, shape}); the method takes ${want}`);
+  }
+  const n = numel(spec.shape);
+  if (data.length !== n) {
+    throw new InputError(`${what} has ${data.length} elements, the method takes ${want} (${n} elements)`);
+  }
+  const kind = spec.storage;
+  let out;
+  if (kind === 'f32') {
+    if (isBigArray(data)) throw new InputError(`${what} is a ${data.constructor.name}, the method takes ${want}`);
+    out = data instanceof Float32Array ? data : Float32Array.from(data);
+  } else {
+    if (!isIntegerArray(data)) {
+      throw new InputError(`${what} is a ${data.constructor.name}, the method takes ${want} (an integer array)`);
+    }
+    if (kind === 'bool') {
+      out = new Uint32Array(n);
+      for (let i = 0; i < n; i++) out[i] = data[i] ? 1 : 0;
+    } else {
+      const [lo, hi, Cls] = RANGES[kind];
+      const big = isBigArray(data);
+      out = new Cls(n);
+      const [blo, bhi] = [BigInt(lo), BigInt(hi)];
+      for (let i = 0; i < n; i++) {
+        const v = data[i];
+        if (big ? v < blo || v > bhi : v < lo || v > hi) {
+          throw new InputError(`${what} holds values outside ${NARROW_NAMES[kind]} (element ${i} is ${v}); `
+            + `the method takes ${want}`);
+        }
+        out[i] = big ? Number(v) : v;
+      }
+    }
+  }
+  const bytes = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+  const padded = Math.max(4, Math.ceil(bytes.length / 4) * 4);
+  if (padded === bytes.length) return bytes;
+  const copy = new Uint8Array(padded);
+  copy.set(bytes);
+  return copy;
+}
+
+/**
+ * Bytes read back from an output buffer -> the host TypedArray of the output's dtype
+ * (int64 outputs come back as BigInt64Array, bool as Uint8Array of 0/1).
+ * @param {ArrayBuffer} raw at least storageBytes(spec) bytes
+ * @param {{dtype: string, shape: number[], storage: string}} spec
+ * @returns {ArrayBufferView}
+ */
+export function fromStorage(raw, spec) {
+  const n = numel(spec.shape);
+  const Stored = { f32: Float32Array, i32: Int32Array, i8: Int8Array, u8: Uint8Array, bool: Uint32Array }[spec.storage];
+  const stored = new Stored(raw, 0, n);
+  const Host = DTYPE_ARRAYS[spec.dtype];
+  if (spec.dtype === 'bool') return Uint8Array.from(stored, (v) => (v ? 1 : 0));
+  if (Host === Stored) return stored.slice();
+  if (Host === BigInt64Array || Host === BigUint64Array) return Host.from(stored, (v) => BigInt(v));
+  return Host.from(stored);
+}
