@@ -7,10 +7,12 @@ four per invocation (one u32 word each), like binary.py.
 
 from __future__ import annotations
 
-import numpy as np
+import math
+import struct
 
 from ..errors import UnsupportedOpError
 from ..plan.storage import PACKED, WGSL_TYPE, storage_of
+from ._np import np
 from .registry import OpUnit
 
 _OPS = {"aten.round.default": "round", "aten.clamp.default": "clamp",
@@ -66,6 +68,14 @@ def compute_type(op: str, in_kind: str, out_kind: str) -> str:
     return "i32"
 
 
+def _to_f32(v: float) -> float:
+    """Round a Python float to f32 (overflow gives a signed infinity), without numpy."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", v))[0]
+    except OverflowError:
+        return math.copysign(math.inf, v)
+
+
 def _bounds(params: dict, ty: str, where: str, name: str) -> tuple:
     """Clamp bounds as the kernel uses them: f32 values, or ints saturated to i32.
 
@@ -74,10 +84,9 @@ def _bounds(params: dict, ty: str, where: str, name: str) -> tuple:
     for key, sign in (("lo", -1), ("hi", 1)):
         v = params.get(key)
         if v is not None and ty == "f32":
-            with np.errstate(over="ignore"):
-                v = float(np.float32(v))
-            if np.isinf(v):
-                if np.sign(v) != sign:
+            v = _to_f32(v)
+            if math.isinf(v):
+                if (v > 0) != (sign > 0):
                     raise UnsupportedOpError(f"{where}: clamp bound {key}={v} leaves no "
                                              f"finite result", [name])
                 v = None
@@ -132,15 +141,19 @@ def erf_f32(v: np.ndarray) -> np.ndarray:
 
 
 def to_storage_array(v: np.ndarray, kind: str) -> np.ndarray:
-    """Computed values (float32 or int32) -> a storage kind, as the kernels convert:
-    floats truncate toward zero and saturate to i32, then int8/uint8 wrap; bool is v != 0."""
+    """Computed values (float32 or int32) -> a storage kind, as the kernels convert.
+
+    Floats truncate toward zero and saturate like WGSL's i32(f32) (to [-2^31, 2^31-128],
+    the f32 range of i32; NaN is implementation-defined there, 0 here), then int8/uint8
+    keep the low byte as torch does; bool is v != 0.
+    """
     if kind == "bool":
         return v != 0
     if kind == "f32":
         return v.astype(np.float32)
     if v.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
-            t = np.clip(np.trunc(v.astype(np.float64)), -2.0 ** 31, 2.0 ** 31 - 1)
+            t = np.clip(np.trunc(v.astype(np.float64)), -2.0 ** 31, 2.0 ** 31 - 128)
         v = np.nan_to_num(t, nan=0.0).astype(np.int32)
     v = v.astype(np.int32)
     return v.astype({"i32": np.int32, "i8": np.int8, "u8": np.uint8}[kind])
