@@ -252,3 +252,14 @@ def _bad(name, shape, out_shape, *extra, dtype=np.float32):
 def test_layout_unsupported_forms(graph, error, match):
     with pytest.raises(error, match=match):
         lower(graph)
+
+
+def test_float_to_int_cast_saturates_like_wgsl(gpu):
+    """Out-of-range floats saturate to [-2^31, 2^31-128] (WGSL i32(f32)), then keep the low
+    byte for int8; in range they truncate toward zero like torch."""
+    x = np.array([3e9, -3e9, 1e38, 2147483520.0, -7.9, 7.9, 200.7], np.float32)
+    g, blob = _cast_graph(x.shape, [np.float32, np.int32])
+    (out,), (ref,) = run_graph_both(g, blob, [x])
+    expect = np.array([2147483520, -2 ** 31, 2147483520, 2147483520, -7, 7, 200], np.int32)
+    assert_close(ref, expect, exact=True, what="reference")
+    assert_close(out, ref, exact=True)

@@ -117,6 +117,13 @@ def test_round_f32_to_packed_int8(gpu, rng):
     assert_close(out, ref, exact=True)
 
 
+def test_clamp_bound_beyond_f32_is_dropped():
+    """max=1e300 rounds to +inf in f32: a no-op bound, so only min is applied."""
+    g, _ = _graph("aten.clamp.default", (5,), (-1.0, 1e300))
+    wgsl = lower(g).kernels[0].wgsl
+    assert "max(y," in wgsl and "min(y," not in wgsl
+
+
 def test_sigmoid_of_bool_and_int_inputs(gpu, rng):
     for din in (np.bool_, np.int32):
         g, blob = _graph("aten.sigmoid.default", (2, 9), (), din, np.float32)
@@ -131,6 +138,7 @@ def test_sigmoid_of_bool_and_int_inputs(gpu, rng):
     ("aten.gelu.default", ("erf",), np.float32, "approximate='erf'"),
     ("aten.clamp.default", (None, None), np.float32, "at least one of min and max"),
     ("aten.clamp.default", (0.5, 2), np.int32, "non-integer bound"),
+    ("aten.clamp.default", (1e300, None), np.float32, "no finite result"),
 ])
 def test_unary_unsupported(name, extra, din, match):
     g, _ = _graph(name, (4,), extra, din, din)
