@@ -28,6 +28,7 @@ def _loop_matmul(a, b):
     (2, 70, 45, 131),   # several tiles in m and n, K not a multiple of the k tile
     (2, 64, 64, 64),    # exact tiles: the unchecked fast path
     (1, 5, 130, 3),     # small M variant, long K
+    (2, 70, 36, 132),   # vec4 tile loads (K, N multiples of 4) with ragged m, n and k edges
 ])
 def test_bmm(gpu, rng, B, M, K, N):
     graph, blob = _bmm_graph(B, M, K, N)
@@ -58,6 +59,7 @@ def _linear_graph(rng, xshape, N, bias=True):
     ((1, 131, 70), 67, True),    # several tiles
     ((33,), 5, True),            # 1-D input
     ((4, 64), 128, False),       # small M, exact n tiles
+    ((3, 50, 36), 132, True),    # vec4 loads of x and W with ragged edges
 ])
 def test_linear(gpu, rng, xshape, N, bias):
     graph, blob, w, b = _linear_graph(rng, xshape, N, bias)

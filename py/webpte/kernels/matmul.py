@@ -11,36 +11,60 @@ import numpy as np
 from ..errors import UnsupportedOpError
 from .registry import OpUnit
 
-# (TM, TN, TK, RM, RN): workgroup tile and per-invocation block; (TN/RN)*(TM/RM) == 256.
-TILE_LARGE = (64, 64, 16, 4, 4)
-TILE_SMALL_M = (16, 64, 16, 1, 4)  # few rows (decode-sized linears): less wasted work
+TK = 8  # k depth of a tile: (TM + TN) * TK * 4 bytes of workgroup memory (<= 8 KiB)
 
 
 def pick_tile(M: int, N: int) -> tuple[int, int, int, int, int]:
-    return TILE_SMALL_M if M <= 16 else TILE_LARGE
+    """(TM, TN, TK, RM, RN): workgroup tile and per-invocation block.
+
+    Large blocks (8x16 outputs per invocation) keep loads per multiply-add low, which is
+    what bounds lavapipe (every workgroup-memory load is a per-lane loop); small M or N
+    get smaller tiles so little work is wasted at the edges.
+    """
+    TM, RM = (128, 8) if M > 64 else (64, 8) if M > 16 else (16, 4)
+    TN, RN = (128, 16) if N > 64 else (64, 8)
+    return TM, TN, TK, RM, RN
+
+
+def _fill_mode(strides, t_axis: int, T: int, K: int) -> str:
+    """How a tile is loaded: vec4 along k ("k4"), along the tile axis ("t4"), or scalars.
+
+    vec4 loads need the unit-stride axis and every other stride to be multiples of 4.
+    """
+    z, t, k = (strides[0], strides[t_axis], strides[3 - t_axis])
+    if k == 1 and K % 4 == 0 and z % 4 == 0 and t % 4 == 0:
+        return "k4"
+    if t == 1 and T % 4 == 0 and z % 4 == 0 and k % 4 == 0:
+        return "t4"
+    return "scalar"
 
 
 def emit_matmul(L, what: str, a: int, b: int, out: int, *, batch: int, M: int, N: int,
                 K: int, a_strides, b_strides, bias: int | None = None,
-                bias_axis: str = "n", b_layout: str = "strided", **layout) -> None:
+                bias_axis: str = "n", b_fill: str | None = None, b_layout: str = "strided",
+                **layout) -> None:
     """Dispatch out[z, m, n] = sum_k A[z, m, k] * B[z, k, n] (+ bias[n] or bias[m]).
 
     Strides are element strides (z, m, k) of A and (z, k, n) of B; `out` is contiguous
     [batch, M, N]. b_layout "patch" gathers B from an NCHW image (see conv.py); its
-    geometry comes in `layout`.
+    geometry comes in `layout` and its fill mode in `b_fill`.
     """
     for vid in (a, b, out) + (() if bias is None else (bias,)):
         if L.storage(vid) != "f32":
             raise L.unsupported(f"{what} runs on float32 only, value {vid} is "
                                 f"{L.tensor(vid).dtype.name}")
+    if M * N * batch == 0:
+        raise L.unsupported(f"{what} with an empty output ({batch}x{M}x{N})")
     if batch > 65535:
         raise L.unsupported(f"{what}: batch {batch} exceeds 65535 workgroups")
-    TM, TN, TK, RM, RN = pick_tile(M, N)
-    k = L.kernel("matmul", what=what, batch=batch, M=M, N=N, K=K, TM=TM, TN=TN, TK=TK,
+    TM, TN, TK_, RM, RN = pick_tile(M, N)
+    k = L.kernel("matmul", what=what, batch=batch, M=M, N=N, K=K, TM=TM, TN=TN, TK=TK_,
                  RM=RM, RN=RN, a_strides=list(a_strides), b_strides=list(b_strides),
-                 # Which tile axis is contiguous in memory decides the cooperative load order.
-                 a_k_fast=a_strides[2] == 1, b_k_fast=b_layout == "strided" and b_strides[1] == 1,
-                 check_m=M % TM != 0, check_n=N % TN != 0, check_k=K % TK != 0,
+                 a_fill=_fill_mode(a_strides, 1, M, K),
+                 b_fill=b_fill or _fill_mode(b_strides, 2, N, K),
+                 # For scalar fills: which axis consecutive invocations walk.
+                 a_k_fast=a_strides[2] == 1, b_k_fast=b_layout == "patch" or b_strides[1] == 1,
+                 check_m=M % TM != 0, check_n=N % TN != 0, check_k=K % TK_ != 0,
                  bias="none" if bias is None else bias_axis, b_layout=b_layout, **layout)
     binds = [L.buf(a), L.buf(b)] + ([] if bias is None else [L.buf(bias)]) + [L.buf(out)]
     L.dispatch(k, binds, (-(-N // TN), -(-M // TM), batch))
