@@ -27,10 +27,9 @@ Accumulation uses WGSL `dot4I8Packed` when the lowering's features include
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import PlanError
-from .quantize import quantize_params, quantize_reference
+from ._np import np
+from .quantize import f32, quantize_params, quantize_reference
 from .registry import OpUnit
 
 __all__ = ["DOT4_FEATURE", "tiling", "UNITS"]
@@ -39,19 +38,20 @@ NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
 
 
-def tiling(m: int, n: int, kw: int) -> dict[str, int]:
+def tiling(m: int, kw: int) -> dict[str, int]:
     """Workgroup shape (tx, ty), outputs per invocation (rm, rn) and words per K step (kt).
 
-    Large M: 64x64 output tiles shared by 16x16 invocations, so each x and W word
-    loaded into workgroup memory serves 64 outputs. Few rows (a decoder's window):
-    all rows in one tile, 256 columns per workgroup.
+    Outputs of an invocation are strided by (ty, tx), so neighbours write neighbouring
+    columns. Many rows: 64x64 tiles from 8x8 invocations, each x and W word staged in
+    workgroup memory serves 64 outputs (fastest of the shapes tried on lavapipe for
+    1024x768x3072). Few rows (a decoder window): all rows in one tile, 256 columns.
     """
     if m <= 4:
         t = {"tx": 64, "ty": 1, "rm": m, "rn": 4, "kt": 8}
-    elif m <= 16:
-        t = {"tx": 64, "ty": 4, "rm": -(-m // 4), "rn": 2, "kt": 8}
+    elif m <= 32:
+        t = {"tx": 32, "ty": 8, "rm": -(-m // 8), "rn": 4, "kt": 8}
     else:
-        t = {"tx": 16, "ty": 16, "rm": 4, "rn": 4, "kt": 8}
+        t = {"tx": 8, "ty": 8, "rm": 8, "rn": 8, "kt": 8}
     t["kt"] = min(t["kt"], kw)
     return t
 
@@ -95,7 +95,7 @@ def lower(L, call) -> None:
                                 f"entries, is {L.storage(vid)} {list(L.tensor(vid).dims)}")
     if not -256 <= zp <= 255:
         raise L.unsupported(f"input zero point {zp} outside [-256, 255]")
-    t = tiling(m, n, k // 4)
+    t = tiling(m, k // 4)
     tile_m, tile_n = t["ty"] * t["rm"], t["tx"] * t["rn"]
     groups = (-(-n // tile_n), -(-m // tile_m), 1)
     if max(groups) > 65535:
@@ -103,7 +103,7 @@ def lower(L, call) -> None:
     q = quantize_params(s, zp)
     kern = L.kernel("linear_q8", m=m, n=n, k=k, kw=k // 4, tile_m=tile_m, tile_n=tile_n,
                     dot4=DOT4_FEATURE in L.features, x_float=x_kind == "f32",
-                    has_bias=bias is not None, input_scale=float(np.float32(s)),
+                    has_bias=bias is not None, input_scale=f32(s),
                     zero_point=zp, inv_scale=q.inv_scale, q_zero_point=q.zero_point,
                     quant_min=q.quant_min, quant_max=q.quant_max, **t)
     vids = [x, w, sums, scales] + ([bias] if bias is not None else []) + [out]

@@ -9,14 +9,14 @@ unspecified value (torch's is undefined too).
 
 from __future__ import annotations
 
+import struct
 from typing import NamedTuple
 
-import numpy as np
-
 from ..errors import PlanError
+from ._np import np
 from .registry import OpUnit
 
-__all__ = ["QuantParams", "quantize_params", "quantize_reference", "UNITS"]
+__all__ = ["QuantParams", "f32", "quantize_params", "quantize_reference", "UNITS"]
 
 NAME = "quantized_decomposed.quantize_per_tensor.default"
 _RANGE = {"i8": (-128, 127), "u8": (0, 255)}
@@ -31,14 +31,21 @@ class QuantParams(NamedTuple):
     quant_max: int
 
 
+def f32(v: float) -> float:
+    """`v` rounded to the nearest f32 (no numpy: planning also runs in Pyodide)."""
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
 def quantize_params(scale: float, zero_point: int, quant_min: int = -128,
                     quant_max: int = 127) -> QuantParams:
     """The constants a quantize kernel bakes in: f32(1/scale) as torch computes it."""
     if not 0 < scale < float("inf"):
         raise PlanError(f"quantization scale must be positive and finite, got {scale}")
-    inv = float(np.float32(1.0 / scale))
-    if inv == float("inf"):
-        raise PlanError(f"quantization scale {scale} is too small: 1/scale overflows f32")
+    try:
+        inv = f32(1.0 / scale)
+    except OverflowError:
+        raise PlanError(f"quantization scale {scale} is too small: 1/scale overflows f32") \
+            from None
     return QuantParams(inv, int(zero_point), int(quant_min),
                        int(quant_max))
 
