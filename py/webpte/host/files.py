@@ -1,0 +1,169 @@
+"""Model folders: what a model is made of, validated up front.
+
+A model folder holds a decoder `.pte`, an optional vision `.pte`, the int8 embedding
+table and its per-row scales, `tokenizer/` (tokenizer.json, tokenizer_config.json,
+special_tokens_map.json) and a meta file. Two layouts are recognised:
+
+* webpte's own: `webpte_model.json` (format below) naming the files.
+* the published SmolVLM repo: the file names of shared/docs/smolvlm-files.md, whose
+  bytes are checked against the pinned sha256 values.
+
+`webpte_model.json` (all paths relative to the folder)::
+
+    {"format": "webpte-model/1", "name": "...", "decoder": "decoder_q8.pte",
+     "vision": null | "vision_q8.pte", "embed_tokens": "embed_tokens.i8.bin",
+     "embed_scales": "embed_tokens.scale.f32.bin", "tokenizer": "tokenizer",
+     "hidden_size": 576, "sink_token": "<|im_start|>",
+     "stop_tokens": ["<|im_end|>"], "sha256": {"decoder_q8.pte": "...", ...}}
+
+Anything absent is derived from the tokenizer files and the program's constant methods.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import WebpteError
+
+META_NAME = "webpte_model.json"
+FORMAT = "webpte-model/1"
+
+# shared/docs/smolvlm-files.md: the published SmolVLM-500M-Instruct q8 WebGPU files.
+SMOLVLM_REPO = "executorch-community/SmolVLM-500M-Instruct-ExecuTorch-WebGPU"
+SMOLVLM_FILES = {
+    "smolvlm_vision_q8.pte": (103839108,
+                              "a48d6919aa2067be9a8d615e46f1cac5c8e0ac94a6cea7af9e4798290f5a9747"),
+    "smolvlm_decoder_q8.pte": (366912132,
+                               "a54d81fbafd289c3b68891b150aa7ba9b069ffc5ecabe4114cc437fa726bc08a"),
+    "embed_tokens.i8.bin": (47308800,
+                            "d3ea47247be0b0703ca1246335cb3bca5f68a4068e177475388e287d9eb5f385"),
+    "embed_tokens.scale.f32.bin": (197120,
+                                   "adefdadaae81d572c6094b6826e850f263939d716b74da03484dc20c0769562a"),
+    "vlm_meta.json": (201, "b36fcf7ef7da8c2ace5271aa5da5ffaa5f10a779db2095cb69f5eadfc9972ae4"),
+    "tokenizer/tokenizer.json": (None,
+                                 "5ece781dc8d2b2f3e2f289ca0ae50b17cfc27dd27bfe7971bb8241e0b964331a"),
+    "tokenizer/tokenizer_config.json": (
+        None, "36c6fd44d07d10fd8180ee6b46dcccf69fb7c06753968ff0d7e17b8bfe17b777"),
+    "tokenizer/special_tokens_map.json": (
+        None, "aa0ff906077086dfa9734a7f97f68c825877a48f9468807be65504495cdeef09"),
+}
+SMOLVLM_HIDDEN = 960
+
+
+class ModelFolderError(WebpteError):
+    """A model folder is missing files or holds files that do not match."""
+
+    def __init__(self, folder, problems: list[str]):
+        self.problems = list(problems)
+        listing = "\n  - ".join(problems)
+        super().__init__(f"model folder {folder} is not usable:\n  - {listing}")
+
+
+@dataclass
+class ModelFiles:
+    folder: Path
+    name: str
+    decoder: Path
+    vision: Path | None
+    embed_tokens: Path
+    embed_scales: Path
+    tokenizer: Path
+    hidden_size: int | None = None
+    sink_token: str = "<|im_start|>"
+    stop_tokens: list[str] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+    layout: str = "webpte"
+
+
+def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def resolve_model_folder(folder: str | os.PathLike, *, verify: bool = True) -> ModelFiles:
+    """Validate a model folder and name its parts; one error lists every problem."""
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise ModelFolderError(folder, [f"{folder} is not a folder"])
+    if (folder / META_NAME).is_file():
+        return _webpte_layout(folder, verify)
+    if (folder / "smolvlm_decoder_q8.pte").exists() or (folder / "vlm_meta.json").exists():
+        return _smolvlm_layout(folder, verify)
+    raise ModelFolderError(folder, [
+        f"neither {META_NAME} (a webpte model folder) nor the published SmolVLM files "
+        f"(smolvlm_decoder_q8.pte, vlm_meta.json, ...) are there"])
+
+
+def _tokenizer_problems(folder: Path, tok: Path) -> list[str]:
+    out = []
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        if not (tok / name).is_file():
+            out.append(f"missing {tok.relative_to(folder) / name}")
+    return out
+
+
+def _webpte_layout(folder: Path, verify: bool) -> ModelFiles:
+    problems: list[str] = []
+    try:
+        meta = json.loads((folder / META_NAME).read_text())
+    except (OSError, ValueError) as e:
+        raise ModelFolderError(folder, [f"{META_NAME} is not valid JSON: {e}"]) from e
+    if meta.get("format") != FORMAT:
+        problems.append(f"{META_NAME} format is {meta.get('format')!r}, expected {FORMAT!r}")
+
+    def path(key, required=True):
+        name = meta.get(key)
+        if name is None:
+            if required:
+                problems.append(f"{META_NAME} does not name its {key!r} file")
+            return None
+        p = folder / name
+        if not p.exists():
+            problems.append(f"missing {name} ({key})")
+        return p
+
+    files = ModelFiles(
+        folder=folder, name=meta.get("name", folder.name), decoder=path("decoder"),
+        vision=path("vision", required=False), embed_tokens=path("embed_tokens"),
+        embed_scales=path("embed_scales"), tokenizer=folder / meta.get("tokenizer", "tokenizer"),
+        hidden_size=meta.get("hidden_size"), sink_token=meta.get("sink_token", "<|im_start|>"),
+        stop_tokens=list(meta.get("stop_tokens", [])), meta=meta, layout="webpte")
+    problems += _tokenizer_problems(folder, files.tokenizer)
+    if verify and not problems:
+        for name, want in meta.get("sha256", {}).items():
+            if sha256_file(folder / name) != want:
+                problems.append(f"{name} does not match its sha256 in {META_NAME}")
+    if problems:
+        raise ModelFolderError(folder, problems)
+    return files
+
+
+def _smolvlm_layout(folder: Path, verify: bool) -> ModelFiles:
+    problems = []
+    for name, (size, digest) in SMOLVLM_FILES.items():
+        p = folder / name
+        if not p.is_file():
+            problems.append(f"missing {name}")
+        elif size is not None and p.stat().st_size != size:
+            problems.append(f"{name} is {p.stat().st_size} bytes, the published file is {size}")
+        elif verify and sha256_file(p) != digest:
+            problems.append(f"{name} does not match the published sha256 {digest[:12]}...")
+    if problems:
+        raise ModelFolderError(folder, problems)
+    try:
+        meta = json.loads((folder / "vlm_meta.json").read_text())
+    except ValueError as e:
+        raise ModelFolderError(folder, [f"vlm_meta.json is not valid JSON: {e}"]) from e
+    return ModelFiles(
+        folder=folder, name="SmolVLM-500M-Instruct", decoder=folder / "smolvlm_decoder_q8.pte",
+        vision=folder / "smolvlm_vision_q8.pte", embed_tokens=folder / "embed_tokens.i8.bin",
+        embed_scales=folder / "embed_tokens.scale.f32.bin", tokenizer=folder / "tokenizer",
+        hidden_size=int(meta.get("hidden_size", meta.get("dim", SMOLVLM_HIDDEN))),
+        stop_tokens=["<end_of_utterance>"], meta=meta, layout="smolvlm")

@@ -1,0 +1,156 @@
+"""A conversation with a windowed decoder: prompt -> windows -> logits -> tokens.
+
+The KV cache lives in the decoder program. A session remembers which token sits at
+each cached position, so a follow-up turn only computes the rows that changed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from .embeddings import splice_rows
+from .prompt import Turn
+from .sampling import Sampler, SamplingOptions
+from .windows import ContextFullError, extend_starts
+
+
+@dataclass
+class GenerationStats:
+    prompt_rows: int = 0          # positions of the rendered prompt
+    reused_rows: int = 0          # positions whose K/V came from earlier turns
+    computed_rows: int = 0        # prompt positions fed through the decoder this turn
+    prefill_windows: int = 0
+    new_tokens: int = 0
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    vision_s: float = 0.0
+    stop_reason: str = ""         # stop_token | max_new_tokens | context_full
+    token_ids: list[int] = field(default_factory=list)
+
+    @property
+    def prefill_tokens_per_s(self) -> float:
+        return self.computed_rows / self.prefill_s if self.prefill_s else 0.0
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        return self.new_tokens / self.decode_s if self.decode_s else 0.0
+
+
+class Session:
+    """One conversation. `generate()` streams text pieces; `stats` describes the last turn."""
+
+    def __init__(self, model):
+        self.model = model
+        self.turns: list[Turn] = []
+        self.images: list = []        # (1, 64, hidden) embeddings, one per image turn
+        self.cached: list[int] = []   # token id at each position whose K/V is valid
+        self.stats = GenerationStats()
+
+    def reset(self) -> None:
+        self.turns, self.images, self.cached = [], [], []
+        self.model.decoder.reset()
+
+    def _embed(self, ids):
+        import numpy as np
+
+        m = self.model
+        embeds = m.embeddings(ids)                             # (n, hidden)
+        if m.image_id is not None:
+            where = [i for i, t in enumerate(ids) if t == m.image_id]
+            if where:
+                rows = (np.concatenate([e.reshape(-1, m.hidden) for e in self.images])
+                        if self.images else np.zeros((0, m.hidden), np.float32))
+                embeds = splice_rows(embeds, where, rows)
+        return embeds
+
+    def _window(self, embeds, start: int):
+        import numpy as np
+
+        rows = self.model.rows
+        return self.model.decoder.run(embeds[None, start:start + rows].astype(np.float32),
+                                      np.array([start], np.int64))[0]
+
+    def prompt_ids(self, turns: list[Turn]) -> list[int]:
+        m = self.model
+        ids = m.chat.encode(m.chat.render(turns, add_generation_prompt=True))
+        if not ids or ids[0] != m.sink_id:
+            raise InputError(f"the prompt must start with the attention-sink token "
+                             f"{m.files.sink_token!r} (id {m.sink_id}) at position 0; the "
+                             f"chat template produced {ids[:1]}")
+        return ids
+
+    def generate(self, question: str, image=None, *, max_new_tokens: int = 256,
+                 sampling: SamplingOptions | None = None) -> Iterator[str]:
+        """Stream the answer to `question` (optionally about `image`) as text pieces."""
+        import numpy as np
+
+        m = self.model
+        stats = self.stats = GenerationStats()
+        images = list(self.images)
+        if image is not None:
+            if m.vision is None:
+                raise InputError(f"model {m.name} has no vision program; it takes text only")
+            from .image import preprocess_image
+
+            t0 = time.perf_counter()
+            images.append(m.vision.run(preprocess_image(image))[0])
+            stats.vision_s = time.perf_counter() - t0
+        turns = self.turns + [Turn("user", question, image is not None)]
+        ids = self.prompt_ids(turns)
+        if len(ids) >= m.max_context:
+            raise ContextFullError(f"the prompt needs {len(ids)} positions; the context holds "
+                                   f"{m.max_context}. Start a new conversation (reset)")
+        reuse = 0
+        while reuse < min(len(ids), len(self.cached)) and ids[reuse] == self.cached[reuse]:
+            reuse += 1
+        self.images, self.turns = images, turns
+        embeds = self._embed(ids)
+        starts = extend_starts(reuse, len(ids), m.rows, m.max_context)
+        t0 = time.perf_counter()
+        logits = None
+        for s in starts:
+            logits = self._window(embeds, s)
+        stats.prefill_s = time.perf_counter() - t0
+        stats.prompt_rows, stats.prefill_windows = len(ids), len(starts)
+        stats.reused_rows = reuse
+        stats.computed_rows = len(ids) - starts[0] if starts else 0
+        self.cached = list(ids)
+        sampler = Sampler(sampling)
+        generated: list[int] = []
+        emitted = ""
+        t0 = time.perf_counter()
+        try:
+            while True:
+                if len(generated) >= max_new_tokens:
+                    stats.stop_reason = "max_new_tokens"
+                    break
+                if len(self.cached) >= m.max_context:
+                    stats.stop_reason = "context_full"
+                    break
+                token = sampler(logits.reshape(-1), self.cached)
+                if token in m.stop_ids:
+                    stats.stop_reason = "stop_token"
+                    break
+                generated.append(token)
+                text = m.chat.decode(generated)
+                if not text.endswith("\ufffd"):  # hold back a partial UTF-8 sequence
+                    piece, emitted = text[len(emitted):], text
+                    if piece:
+                        yield piece
+                p = len(self.cached)
+                row = self._embed([token]).astype(np.float32)
+                embeds = np.concatenate([embeds, row])
+                logits = self._window(embeds, p - m.rows + 1)
+                self.cached.append(token)
+        finally:
+            stats.decode_s = time.perf_counter() - t0
+            stats.new_tokens = len(generated)
+            stats.token_ids = list(generated)
+            self.turns = turns + [Turn("assistant", m.chat.decode(generated).strip())]
+
+    def ask(self, question: str, image=None, **kw) -> str:
+        """The whole answer as one string."""
+        return "".join(self.generate(question, image, **kw))
