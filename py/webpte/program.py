@@ -25,8 +25,11 @@ def _source(path_or_bytes):
     return open_source(path), str(path)
 
 
-def plan_method(prog: PteProgram, method: str = "forward") -> Plan:
-    """Lower one method of a parsed program to a Plan (no GPU needed)."""
+def plan_method(prog: PteProgram, method: str = "forward", features=()) -> Plan:
+    """Lower one method of a parsed program to a Plan (no GPU needed).
+
+    `features`: WGSL language features the target has (kernel variants depend on them).
+    """
     m = prog.method(method)
     if m.is_constant:
         raise PlanError(f"method {method!r} is a constant method (value {m.constant!r})")
@@ -39,7 +42,7 @@ def plan_method(prog: PteProgram, method: str = "forward") -> Plan:
                  output_ids=m.output_value_ids(),
                  input_dtypes=[io.dtype for io in m.inputs],
                  output_dtypes=[io.dtype for io in m.outputs],
-                 max_context=_constant(prog, "get_max_context_len"))
+                 max_context=_constant(prog, "get_max_context_len"), features=features)
 
 
 def _constant(prog: PteProgram, name: str):
@@ -55,12 +58,12 @@ class Program:
     """
 
     def __init__(self, source, method: str = "forward"):
-        from .native import Executor
+        from .native import Executor, wgsl_features
 
         self.data, self.path = _source(source)
         self.program = read_program(self.data)
         self.method_name = method
-        self.plan = plan_method(self.program, method)
+        self.plan = plan_method(self.program, method, wgsl_features())
         self.executor = Executor(self.plan, self.data)
         self._positions = _position_input(self.plan)
 

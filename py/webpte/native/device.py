@@ -47,6 +47,42 @@ def get_device(needed: dict[str, int] | None = None):
     return _DEVICE
 
 
+_FEATURES: frozenset[str] | None = None
+
+# A kernel that only compiles where the packed int8 dot product exists.
+_DOT4_PROBE = """
+@group(0) @binding(0) var<storage, read_write> o: array<i32>;
+@compute @workgroup_size(1) fn main() { o[0] = dot4I8Packed(0x01020304u, 0x01010101u); }
+"""
+
+
+def wgsl_features() -> frozenset[str]:
+    """WGSL language features kernels may use on this device.
+
+    wgpu-py may not list language features (lavapipe lists none), so the ones webpte
+    uses are also probed by compiling a one-line kernel.
+    """
+    global _FEATURES
+    if _FEATURES is None:
+        import wgpu
+
+        listed = set(getattr(wgpu.gpu, "wgsl_language_features", ()) or ())
+        found = set()
+        if "packed_4x8_integer_dot_product" in listed:
+            found.add("packed_4x8_integer_dot_product")
+        else:
+            dev = get_device()
+            try:
+                module = dev.create_shader_module(code=_DOT4_PROBE)
+                dev.create_compute_pipeline(layout="auto",
+                                            compute={"module": module, "entry_point": "main"})
+                found.add("packed_4x8_integer_dot_product")
+            except Exception:  # not supported: the portable kernels are used
+                pass
+        _FEATURES = frozenset(found)
+    return _FEATURES
+
+
 def device_limits() -> dict[str, int]:
     get_device()
     return dict(_LIMITS)

@@ -200,4 +200,4 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     return Plan(method=method, buffers=buffers, kernels=L.kernels, dispatches=L.dispatches,
                 inputs=inputs, outputs=outputs,
                 state=[b.id for b in buffers if b.role == "state"], limits=limits,
-                max_context=max_context)
+                max_context=max_context, features=sorted(L.features))

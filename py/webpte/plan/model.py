@@ -65,6 +65,7 @@ class Plan:
     state: list[int] = field(default_factory=list)     # buffers zeroed by reset()
     limits: dict[str, int] = field(default_factory=dict)
     max_context: int | None = None                     # decoder: input_pos + rows bound
+    features: list[str] = field(default_factory=list)  # WGSL language features the kernels use
     version: int = PLAN_VERSION
 
     def memory(self) -> dict[str, int]:
@@ -92,4 +93,4 @@ class Plan:
             inputs=[IOSpec(**{**x, "shape": tuple(x["shape"])}) for x in d["inputs"]],
             outputs=[IOSpec(**{**x, "shape": tuple(x["shape"])}) for x in d["outputs"]],
             state=d["state"], limits=d["limits"], max_context=d.get("max_context"),
-            version=d["version"])
+            features=d.get("features", []), version=d["version"])
