@@ -1,4 +1,4 @@
-"""`webpte` command line: run | inspect."""
+"""`webpte` command line: run | inspect | chat."""
 
 from __future__ import annotations
 
@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="print a JSON description of a program")
     i.add_argument("program")
     i.set_defaults(func=cmd_inspect)
+    from .chat_cli import add_parser as add_chat
+
+    add_chat(sub)
     return p
 
 
