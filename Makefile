@@ -23,7 +23,7 @@ venv: $(BIN)/webpte
 $(BIN)/webpte: pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[native,test]'
 	touch $@
 
 # The main job for now: run a bundled program natively and compare with its reference.
@@ -51,3 +51,23 @@ fixtures: venv
 
 clean:
 	rm -rf out .pytest_cache
+
+# The page: dist/ (JS + Pyodide core + bundled wheels, no CDN), node unit tests, and the
+# headless Chromium suite (WebGPU on SwiftShader; every non-local request blocked and counted).
+.PHONY: web-deps web test-web
+web-deps:
+	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm; \
+	fi; \
+	if [ ! -x /usr/bin/chromium ] && [ -z "$$WEBPTE_CHROMIUM" ]; then \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; \
+	fi
+	npm ci --no-audit --no-fund
+
+web: web-deps
+	npm run build
+
+test-web: web venv
+	node --test tests/js/
+	node --test --test-concurrency=1 tests/browser/

@@ -82,7 +82,9 @@ async function planInPython(bytes, method, emit) {
   try {
     result = JSON.parse(glue.plan_program(source, method));
   } catch (err) {
-    throw new WebpteError(`the planner failed unexpectedly (${err.message.split('\n').slice(-2).join(' ')}); please report it with the .pte`);
+    const lines = err.message.trim().split('\n');
+    const where = lines.filter((l) => l.trimStart().startsWith('File ')).pop()?.trim() ?? '';
+    throw new WebpteError(`the planner failed unexpectedly (${lines.pop()} at ${where}); please report it with the .pte`);
   } finally {
     source.destroy();
   }
@@ -113,6 +115,7 @@ const handlers = {
       max_context: parsed.max_context ?? null,
       stats: {
         file_bytes: bytes.byteLength, bytes_read_by_python: planned.bytes_read ?? null,
+        constant_bytes: parsed.buffers.reduce((n, b) => n + (b.init?.kind === 'file' ? b.init.nbytes : 0), 0),
         dispatches: parsed.dispatches.length, kernels: parsed.kernels.length,
         fetch_ms, python_boot_ms: planned.boot_ms ?? null, plan_ms: planned.plan_ms ?? null,
         plan_total_ms: planned.plan_total_ms ?? null, upload_ms: performance.now() - t1,

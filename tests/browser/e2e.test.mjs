@@ -1,0 +1,250 @@
+// Tier 2: webpte in headless Chromium (WebGPU on SwiftShader) against goldens written by
+// Python. Pages come from a 127.0.0.1 server started here; every other request is blocked
+// and counted, and the count must stay zero. Needs `npm run build` (dist/) and the native
+// venv (.venv, for the goldens); `make test-web` does both.
+//
+// Env: WEBPTE_CHROMIUM (default /usr/bin/chromium), WEBPTE_PY (default .venv/bin/python),
+// WEBPTE_WEB_STRICT=1 fails fixtures that do not plan for want of a kernel (until every
+// kernel exists they are reported: the page must raise UnsupportedOpError with the same ops),
+// WEBPTE_WEB_VERBOSE=1 echoes the page's console.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { serveStatic } from './server.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const GOLDEN = join(ROOT, 'build/web-test');
+const CHROMIUM = process.env.WEBPTE_CHROMIUM ?? '/usr/bin/chromium';
+const PY = process.env.WEBPTE_PY ?? join(ROOT, '.venv/bin/python');
+const STRICT = process.env.WEBPTE_WEB_STRICT === '1';
+const LONG = { timeout: 600_000 };
+const PROBE = 'http://blocked.invalid/';
+
+assert.ok(existsSync(join(ROOT, 'dist/index.js')), 'dist/ is missing: run `npm run build` first');
+execFileSync(PY, [join(ROOT, 'tests/browser/make_goldens.py'), GOLDEN], { stdio: ['ignore', 'ignore', 'inherit'] });
+const manifest = JSON.parse(readFileSync(join(GOLDEN, 'manifest.json'), 'utf8'));
+
+let server;
+let browser;
+let page;
+const blocked = [];
+const timings = [];
+
+before(async () => {
+  server = await serveStatic({
+    '/dist/': join(ROOT, 'dist'), '/fixtures/': join(ROOT, 'tests/fixtures'),
+    '/golden/': GOLDEN, '/suite/': join(ROOT, 'tests/browser'),
+  });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--enable-unsafe-webgpu', '--no-sandbox', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
+      '--disable-dev-shm-usage'],
+  });
+  const context = await browser.newContext();
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(`${server.url}/`)) return route.continue();
+    blocked.push(url);
+    return route.abort('blockedbyclient');
+  });
+  page = await context.newPage();
+  page.on('console', (m) => {
+    if (process.env.WEBPTE_WEB_VERBOSE === '1' || m.type() === 'error') console.error(`[page ${m.type()}] ${m.text()}`);
+  });
+  await page.goto(`${server.url}/suite/page.html`);
+  await page.waitForFunction(() => window.suiteReady === true, null, { timeout: 60_000 });
+});
+
+/** A timing line: a diagnostic of the test, and on stdout for `make test-web` logs. */
+function note(t, line) {
+  t.diagnostic(line);
+  timings.push(line);
+}
+
+after(async () => {
+  for (const line of timings) console.log(`# timing (ms): ${line}`);
+  await browser?.close();
+  await server?.close();
+});
+
+function describeFailures(result) {
+  const lines = [];
+  result.calls.forEach((outs, i) => outs.forEach((o, j) => {
+    if (!o.ok) {
+      lines.push(`call ${i} output ${j}: ${o.type} length ${o.length} (expected ${o.expectedLength}), `
+        + `rel-L2 ${o.relL2?.toExponential(2)}; first mismatches ${JSON.stringify(o.bad)}`);
+    }
+  }));
+  return lines.join('\n');
+}
+
+describe('environment', () => {
+  test('WebGPU is available to the page and its worker', async () => {
+    const info = await page.evaluate(async () => ({ page: !!(await navigator.gpu?.requestAdapter()) }));
+    assert.equal(info.page, true, 'no WebGPU adapter: start Chromium with --enable-unsafe-webgpu');
+  });
+
+  test('the request guard sees page and worker requests to other hosts', async () => {
+    const before = blocked.length;
+    await page.evaluate(async (probe) => {
+      await fetch(`${probe}page`).catch(() => {});
+      const w = new Worker(URL.createObjectURL(new Blob([`fetch('${probe}worker').catch(() => {}).finally(() => postMessage(1))`])));
+      await new Promise((r) => { w.onmessage = r; });
+      w.terminate();
+    }, PROBE);
+    assert.deepEqual(blocked.slice(before).sort(), [`${PROBE}page`, `${PROBE}worker`]);
+  });
+});
+
+describe('plans made natively, executed in the page (synthetic graphs)', () => {
+  for (const entry of manifest.synthetic) {
+    test(entry.name, LONG, async (t) => {
+      const result = await page.evaluate(async (e) => {
+        const plan = await (await fetch(`/${e.plan}`)).text();
+        const program = await suite.webpte.loadProgram(`/${e.blob}`, { plan, poison: true });
+        try {
+          return { ...(await suite.checkCalls(program, e)), stats: program.stats };
+        } finally {
+          await program.dispose();
+        }
+      }, entry);
+      assert.ok(result.calls.flat().every((o) => o.ok), describeFailures(result));
+      note(t, `${entry.name}: run ${result.run_ms.map((x) => x.toFixed(1)).join(', ')}`);
+    });
+  }
+
+  test('wrong inputs are InputErrors; a disposed program is a DisposedError', LONG, async () => {
+    const entry = manifest.synthetic.find((e) => e.name === 'bmm_f32');
+    const errs = await page.evaluate(async (e) => {
+      const plan = await (await fetch(`/${e.plan}`)).text();
+      const program = await suite.webpte.loadProgram(`/${e.blob}`, { plan });
+      const [a, b] = await Promise.all(e.calls[0].inputs.map(suite.tensor));
+      const out = {
+        shape: await suite.errorOf(program.run([{ data: a.data, shape: [2, 33, 9] }, b])),
+        count: await suite.errorOf(program.run([a.data])),
+        length: await suite.errorOf(program.run([a.data.subarray(1), b.data])),
+        dtype: await suite.errorOf(program.run([new Int32Array(a.data.length), b.data])),
+        plain: await suite.errorOf(program.run([Array.from(a.data), b.data])),
+        ok: await suite.errorOf(program.run([a.data, b.data])),
+      };
+      await program.dispose();
+      out.disposed = await suite.errorOf(program.run([a.data, b.data]));
+      return out;
+    }, entry);
+    for (const k of ['shape', 'count', 'length', 'plain']) {
+      assert.equal(errs[k]?.name, 'InputError', `${k}: ${JSON.stringify(errs[k])}`);
+      assert.ok(errs[k].isWebpteError && errs[k].isClass.InputError);
+    }
+    assert.match(errs.shape.message, /has shape \[2, 33, 9\], the method takes float32\[2, 9, 33\]/);
+    assert.match(errs.count.message, /takes 2 inputs/);
+    assert.equal(errs.dtype, null, 'int32 data for an f32 input converts like numpy');
+    assert.equal(errs.ok, null);
+    assert.equal(errs.disposed?.name, 'DisposedError');
+  });
+});
+
+describe('every fixture program, planned by Python in the page', () => {
+  for (const entry of manifest.fixtures) {
+    test(entry.name, LONG, async (t) => {
+      const result = await page.evaluate(async (e) => {
+        const err = await suite.errorOf((async () => {
+          window.lastProgram = await suite.webpte.loadProgram(`/${e.pte}`, { poison: true });
+        })());
+        if (err) return { error: err };
+        const program = window.lastProgram;
+        try {
+          const r = await suite.checkCalls(program, e);
+          r.stats = program.stats;
+          if (program.maxContext != null) {
+            await program.reset(); // a fresh conversation gives the first call's outputs again
+            r.afterReset = (await suite.checkCalls(program, e, { calls: e.calls.slice(0, 1) })).calls[0];
+          }
+          return r;
+        } finally {
+          await program.dispose();
+        }
+      }, entry);
+      if (entry.native.status === 'unsupported') {
+        const msg = `${entry.name} does not plan: missing kernels ${entry.native.ops.join(', ')}`;
+        assert.equal(result.error?.name, 'UnsupportedOpError', JSON.stringify(result.error));
+        assert.deepEqual(result.error.ops, entry.native.ops);
+        if (STRICT) assert.fail(`${msg} (WEBPTE_WEB_STRICT=1)`);
+        console.log(`# NOT PLANNED: ${msg}`);
+        return t.diagnostic(`NOT PLANNED: ${msg}`);
+      }
+      assert.equal(result.error, undefined, `${entry.name} failed to load in the page: ${JSON.stringify(result.error)}`);
+      assert.equal(result.outputCount, entry.calls[0].outputs.length);
+      assert.ok(result.calls.flat().every((o) => o.ok), describeFailures(result));
+      if (result.afterReset) assert.ok(result.afterReset.every((o) => o.ok), `after reset: ${JSON.stringify(result.afterReset)}`);
+      const s = result.stats;
+      // Python saw only the flatbuffer regions: never the constants, which go file -> GPU.
+      assert.ok(s.bytes_read_by_python + s.constant_bytes <= s.file_bytes, JSON.stringify(s));
+      note(t, `${entry.name}: Python boot ${s.python_boot_ms.toFixed(0)}, plan ${s.plan_ms.toFixed(0)} (in Python) / ${s.plan_total_ms.toFixed(0)} (with calls into JS), `
+        + `upload ${s.upload_ms.toFixed(0)}, run ${result.run_ms.map((x) => x.toFixed(1)).join(', ')}; `
+        + `Python read ${s.bytes_read_by_python} of ${s.file_bytes} bytes`);
+    });
+  }
+});
+
+describe('errors surface as typed errors in the page', () => {
+  const base = manifest.fixtures[0];
+
+  test('a corrupted .pte is a PteFormatError', LONG, async () => {
+    const errs = await page.evaluate(async (url) => {
+      const good = new Uint8Array(await (await fetch(url)).arrayBuffer());
+      const badId = good.slice();
+      badId.set([0x58, 0x58, 0x58, 0x58], 4); // file identifier ET12 -> XXXX
+      const truncated = good.slice(0, 64);
+      return {
+        badId: await suite.errorOf(suite.webpte.loadProgram(badId.buffer)),
+        truncated: await suite.errorOf(suite.webpte.loadProgram(new Blob([truncated]))),
+      };
+    }, `/${base.pte}`);
+    for (const e of Object.values(errs)) {
+      assert.equal(e?.name, 'PteFormatError', JSON.stringify(e));
+      assert.ok(e.isWebpteError && e.isClass.PteFormatError);
+      assert.match(e.message, /malformed \.pte/);
+    }
+    assert.match(errs.badId.message, /file identifier/);
+  });
+
+  test('a missing method is an InputError; a missing file is an InputError', LONG, async () => {
+    const errs = await page.evaluate(async (url) => ({
+      method: await suite.errorOf(suite.webpte.loadProgram(url, { method: 'no_such_method' })),
+      missing: await suite.errorOf(suite.webpte.loadProgram('/fixtures/no_such_file.pte')),
+    }), `/${base.pte}`);
+    assert.equal(errs.method?.name, 'InputError', JSON.stringify(errs.method));
+    assert.match(errs.method.message, /no method 'no_such_method'/);
+    assert.equal(errs.missing?.name, 'InputError', JSON.stringify(errs.missing));
+    assert.match(errs.missing.message, /HTTP 404/);
+  });
+
+  test('a decoder refuses input_pos past its context', LONG, async (t) => {
+    const decoder = manifest.fixtures.find((e) => e.name.startsWith('decoder_') && e.native.status === 'ok');
+    if (!decoder) return t.skip('no decoder fixture plans');
+    const err = await page.evaluate(async (e) => {
+      const program = await suite.webpte.loadProgram(`/${e.pte}`);
+      const [x] = await Promise.all(e.calls[0].inputs.map(suite.tensor));
+      const out = await suite.errorOf(program.run([x.data, new BigInt64Array([BigInt(program.maxContext)])]));
+      await program.dispose();
+      return out;
+    }, decoder);
+    assert.equal(err?.name, 'InputError', JSON.stringify(err));
+    assert.match(err.message, /exceeds the context/);
+  });
+});
+
+describe('network', () => {
+  test('no request left 127.0.0.1 (besides the guard probes)', () => {
+    const leaked = blocked.filter((u) => !u.startsWith(PROBE));
+    assert.deepEqual(leaked, []);
+    assert.ok((server.hits.get('/dist/wheels/pyodide-lock.json') ?? 0) >= 1, 'the bundled lock file was used');
+    assert.ok([...server.hits.keys()].some((p) => p.startsWith('/dist/wheels/webpte-')), 'the bundled webpte wheel was used');
+  });
+});

@@ -1,0 +1,134 @@
+"""Goldens for the browser suite, written by the native (numpy) side.
+
+For every `tests/fixtures/*.pte` with its `.npz`: the calls (inputs and eager reference
+outputs) as raw little-endian tensors, and whether the program plans natively (and if not,
+which ops are missing). For a few synthetic graphs (GraphBuilder) that plan with the kernels
+that exist today: the Plan JSON, the constant blob, seeded inputs and the numpy reference
+outputs; the page loads those through `loadProgram(blob, {plan})`.
+
+Usage: python tests/browser/make_goldens.py OUT_DIR
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from webpte.cli import _calls_from_npz
+from webpte.errors import UnsupportedOpError, WebpteError
+from webpte.kernels.reference import run_reference
+from webpte.plan import lower
+from webpte.program import plan_method
+from webpte.pte import read_program
+from webpte.pte.builder import GraphBuilder
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def tolerance(name: str) -> float:
+    """Program tolerance (tests/test_programs.py): rel-L2 2e-3 for q8 programs, else 1e-4."""
+    return 2e-3 if "q8" in name else 1e-4
+
+
+def write_tensor(out: Path, rel: str, arr: np.ndarray) -> dict:
+    arr = np.ascontiguousarray(arr)
+    (out / rel).parent.mkdir(parents=True, exist_ok=True)
+    (out / rel).write_bytes(arr.astype(arr.dtype.newbyteorder("<")).tobytes())
+    return {"file": rel, "dtype": str(arr.dtype), "shape": list(arr.shape)}
+
+
+def write_calls(out: Path, name: str, calls) -> list[dict]:
+    return [{"inputs": [write_tensor(out, f"{name}/call{i}_input_{j}.bin", a)
+                        for j, a in enumerate(ins)],
+             "outputs": [write_tensor(out, f"{name}/call{i}_output_{j}.bin", a)
+                         for j, a in enumerate(outs)]}
+            for i, (ins, outs) in enumerate(calls)]
+
+
+def fixture_entry(out: Path, pte: Path) -> dict:
+    entry = {"name": pte.stem, "pte": f"fixtures/{pte.name}", "tolerance": tolerance(pte.stem),
+             "calls": write_calls(out, pte.stem, _calls_from_npz(str(pte.with_suffix(".npz"))))}
+    try:
+        plan = plan_method(read_program(pte.read_bytes()), "forward")
+        entry["native"] = {"status": "ok", "dispatches": len(plan.dispatches)}
+    except UnsupportedOpError as e:
+        entry["native"] = {"status": "unsupported", "ops": e.ops, "message": str(e)}
+    except WebpteError as e:
+        entry["native"] = {"status": "error", "name": type(e).__name__, "message": str(e)}
+    return entry
+
+
+def _add_with_constant(rng):
+    b = GraphBuilder()
+    x = b.tensor(np.float32, (3, 37))
+    w = b.constant(rng.standard_normal((37,)).astype(np.float32))
+    o = b.tensor(np.float32, (3, 37))
+    b.op("aten.add.Tensor", x, w, b.scalar(1), o)
+    return b.build([x], [o]), [rng.standard_normal((3, 37)).astype(np.float32)]
+
+
+def _linear(rng):
+    b = GraphBuilder()
+    x = b.tensor(np.float32, (1, 5, 67))
+    w = b.constant(rng.standard_normal((19, 67)).astype(np.float32))
+    bias = b.constant(rng.standard_normal((19,)).astype(np.float32))
+    o = b.tensor(np.float32, (1, 5, 19))
+    b.op("aten.linear.default", x, w, bias, o)
+    return b.build([x], [o]), [rng.standard_normal((1, 5, 67)).astype(np.float32)]
+
+
+def _bmm_two_inputs(rng):
+    b = GraphBuilder()
+    x, y = b.tensor(np.float32, (2, 9, 33)), b.tensor(np.float32, (2, 33, 13))
+    o = b.tensor(np.float32, (2, 9, 13))
+    b.op("aten.bmm.default", x, y, o)
+    return b.build([x, y], [o]), [rng.standard_normal((2, 9, 33)).astype(np.float32),
+                                  rng.standard_normal((2, 33, 13)).astype(np.float32)]
+
+
+def _int32_mul(rng):
+    b = GraphBuilder()
+    x, y = b.tensor(np.int32, (5, 3)), b.tensor(np.int32, (3,))
+    o = b.tensor(np.int32, (5, 3))
+    b.op("aten.mul.Tensor", x, y, o)
+    return b.build([x, y], [o]), [rng.integers(-1000, 1000, (5, 3)).astype(np.int32),
+                                  rng.integers(-1000, 1000, (3,)).astype(np.int32)]
+
+
+SYNTHETIC = {"add_constant_f32": _add_with_constant, "linear_bias_f32": _linear,
+             "bmm_f32": _bmm_two_inputs, "mul_int32": _int32_mul}
+
+
+def synthetic_entry(out: Path, name: str, make) -> dict:
+    rng = np.random.default_rng(20260)
+    (graph, blob), inputs = make(rng)
+    plan = lower(graph)
+    env = run_reference(graph, dict(zip(graph.input_ids, inputs)), blob)
+    outputs = [np.asarray(env.get(v)) for v in graph.output_ids]
+    (out / name).mkdir(parents=True, exist_ok=True)
+    (out / name / "plan.json").write_text(plan.to_json())
+    (out / name / "blob.bin").write_bytes(blob or b"\0\0\0\0")
+    exact = all(o.dtype.kind in "iub" for o in outputs)
+    return {"name": name, "plan": f"golden/{name}/plan.json", "blob": f"golden/{name}/blob.bin",
+            "tolerance": 0.0 if exact else 1e-5, "calls": write_calls(out, name, [(inputs, outputs)])}
+
+
+def main(out_dir: str) -> None:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    fixtures = [fixture_entry(out, p) for p in sorted(FIXTURES.glob("*.pte"))
+                if p.with_suffix(".npz").exists()]
+    synthetic = [synthetic_entry(out, n, m) for n, m in SYNTHETIC.items()]
+    (out / "manifest.json").write_text(json.dumps({"fixtures": fixtures, "synthetic": synthetic},
+                                                  indent=1))
+    for f in fixtures:
+        print(f"golden {f['name']}: {len(f['calls'])} calls, natively {f['native']['status']}")
+    print(f"golden synthetic: {', '.join(s['name'] for s in synthetic)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
