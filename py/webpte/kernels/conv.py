@@ -8,9 +8,8 @@ torch). The numpy reference accumulates in float64 and rounds to float32.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import UnsupportedOpError
+from ._np import np
 from .matmul import emit_matmul
 from .registry import OpUnit
 

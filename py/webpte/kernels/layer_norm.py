@@ -6,10 +6,11 @@ float32.
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from ..errors import UnsupportedOpError
 from ..pte.graph import TensorValue
+from ._np import np
 from .registry import OpUnit
 
 MAX_WORKGROUP = 256
@@ -28,8 +29,8 @@ def _parse(A, call):
              for i in (list(ids[1:3]) + [None, None])[:2]]
     w = None if A.is_null(w) else w
     b = None if A.is_null(b) else b
-    length = int(np.prod(norm, dtype=np.int64))
-    rows = int(np.prod(dims, dtype=np.int64)) // length if length else 0
+    length = math.prod(norm)
+    rows = math.prod(dims) // length if length else 0
     why = None
     if not norm or len(norm) > len(dims) or dims[len(dims) - len(norm):] != tuple(norm):
         why = f"normalized_shape {list(norm)} is not the trailing dims of x {list(dims)}"

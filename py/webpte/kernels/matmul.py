@@ -6,9 +6,8 @@ The numpy reference accumulates in float64 and rounds the result to float32.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import UnsupportedOpError
+from ._np import np
 from .registry import OpUnit
 
 TK = 8  # k depth of a tile: (TM + TN) * TK * 4 bytes of workgroup memory (<= 8 KiB)

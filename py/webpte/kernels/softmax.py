@@ -6,12 +6,14 @@ rounding to float32.
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
+from ._np import np
 from .common import norm_dim
 from .registry import OpUnit
 
 MAX_WORKGROUP = 256
+F32_MAX = 3.4028234663852886e38  # max(x) starts at the lowest finite f32
 ELEMENTS_PER_INVOCATION = 32  # fewer invocations per row: fewer barrier steps (lavapipe)
 
 
@@ -41,8 +43,8 @@ def lower(L, call) -> None:
     if tuple(L.tensor(out).dims or (1,)) != dims:
         raise L.unsupported(f"output {list(L.tensor(out).dims)} differs from input {list(dims)}")
     length = dims[d]
-    inner = int(np.prod(dims[d + 1:], dtype=np.int64))
-    rows = int(np.prod(dims, dtype=np.int64)) // length if length else 0
+    inner = math.prod(dims[d + 1:])
+    rows = math.prod(dims) // length if length else 0
     if rows == 0:
         raise L.unsupported(f"softmax of an empty tensor {list(dims)}")
     wg = _workgroup(length)
@@ -53,7 +55,7 @@ def lower(L, call) -> None:
         s //= 2
     groups, grid_row = L.grid(rows, workgroup=1)
     k = L.kernel("softmax", rows=rows, length=length, inner=inner, workgroup=wg,
-                 strides=strides, grid_row=grid_row, lowest=float(np.finfo(np.float32).min))
+                 strides=strides, grid_row=grid_row, lowest=-F32_MAX)
     L.dispatch(k, [L.buf(x), L.buf(out)], groups)
 
 
