@@ -56,14 +56,14 @@ def emit_matmul(L, what: str, a: int, b: int, out: int, *, batch: int, M: int, N
         raise L.unsupported(f"{what} with an empty output ({batch}x{M}x{N})")
     if batch > 65535:
         raise L.unsupported(f"{what}: batch {batch} exceeds 65535 workgroups")
-    TM, TN, TK_, RM, RN = pick_tile(M, N)
-    k = L.kernel("matmul", what=what, batch=batch, M=M, N=N, K=K, TM=TM, TN=TN, TK=TK_,
+    TM, TN, tk, RM, RN = pick_tile(M, N)
+    k = L.kernel("matmul", what=what, batch=batch, M=M, N=N, K=K, TM=TM, TN=TN, TK=tk,
                  RM=RM, RN=RN, a_strides=list(a_strides), b_strides=list(b_strides),
                  a_fill=_fill_mode(a_strides, 1, M, K),
                  b_fill=b_fill or _fill_mode(b_strides, 2, N, K),
                  # For scalar fills: which axis consecutive invocations walk.
                  a_k_fast=a_strides[2] == 1, b_k_fast=b_layout == "patch" or b_strides[1] == 1,
-                 check_m=M % TM != 0, check_n=N % TN != 0, check_k=K % TK_ != 0,
+                 check_m=M % TM != 0, check_n=N % TN != 0, check_k=K % tk != 0,
                  bias="none" if bias is None else bias_axis, b_layout=b_layout, **layout)
     binds = [L.buf(a), L.buf(b)] + ([] if bias is None else [L.buf(bias)]) + [L.buf(out)]
     L.dispatch(k, binds, (-(-N // TN), -(-M // TM), batch))
