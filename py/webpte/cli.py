@@ -1,4 +1,4 @@
-"""`webpte` command line: run | inspect | chat."""
+"""`webpte` command line: run | inspect | chat | bench."""
 
 from __future__ import annotations
 
@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .chat_cli import add_parser as add_chat
 
     add_chat(sub)
+    from .bench import add_parser as add_bench
+
+    add_bench(sub)
     return p
 
 
