@@ -7,9 +7,23 @@ from pathlib import Path
 FIXTURES = Path(__file__).parent / "fixtures"
 
 _SCRIPT = r"""
+import importlib.machinery
 import sys
-sys.modules["numpy"] = None          # any `import numpy` now fails
-sys.modules["wgpu"] = None
+
+_find = importlib.machinery.PathFinder.find_spec
+_HIDDEN = ("numpy", "wgpu")
+
+
+def _hidden_find(name, path=None, target=None):
+    # As if numpy and wgpu were not installed (flatbuffers probes with find_spec).
+    if name.split(".")[0] in _HIDDEN:
+        return None
+    return _find(name, path, target)
+
+
+importlib.machinery.PathFinder.find_spec = _hidden_find
+for mod in _HIDDEN:
+    sys.modules[mod] = None
 import json
 from pathlib import Path
 from webpte.pte import read_program

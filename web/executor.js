@@ -83,6 +83,7 @@ export class Executor {
     this.staging = [];
     this.lost = null;
     this.disposed = false;
+    this.timings = null;
     this.tail = Promise.resolve(); // calls run one after another (shared staging buffers)
   }
 
@@ -115,6 +116,7 @@ export class Executor {
 
   async #build(bytes) {
     const { plan, device } = this;
+    const t0 = performance.now();
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
@@ -129,7 +131,9 @@ export class Executor {
     if (oom) throw new AdapterError(`the GPU is out of memory for this program (${oom.message}); close other GPU-heavy tabs`);
     if (validation) throw new PlanError(`buffers of the plan were refused: ${validation.message}`);
 
+    const t1 = performance.now();
     this.pipelines = await Promise.all(plan.kernels.map((k) => this.#pipeline(k)));
+    const t2 = performance.now();
     device.pushErrorScope('validation');
     this.bindGroups = plan.dispatches.map((d, i) => device.createBindGroup({
       label: `dispatch ${i} ${d.op ?? ''}`,
@@ -140,6 +144,8 @@ export class Executor {
     }));
     const err = await device.popErrorScope();
     if (err) throw new PlanError(`a bind group of the plan was refused: ${err.message}`);
+    /** Milliseconds spent at load: buffers + uploads, kernels (compile + pipelines), bind groups. */
+    this.timings = { buffers_ms: t1 - t0, pipelines_ms: t2 - t1, bind_groups_ms: performance.now() - t2 };
   }
 
   async #pipeline(k) {
@@ -228,7 +234,12 @@ export class Executor {
     device.queue.submit([enc.finish()]);
     const err = await device.popErrorScope();
     if (err) throw new PlanError(`the GPU refused the call: ${err.message}`);
-    await Promise.all(this.staging.map((s) => s.mapAsync(GPUMapMode.READ)));
+    try {
+      await Promise.all(this.staging.map((s) => s.mapAsync(GPUMapMode.READ)));
+    } catch (err) {
+      this.#usable(); // a lost device or a disposed program says so
+      throw new PlanError(`reading the outputs failed: ${err.message}`);
+    }
     this.#usable();
     try {
       return plan.outputs.map((o, j) => fromStorage(this.staging[j].getMappedRange(0, padded(storageBytes(o))), o));
@@ -237,10 +248,17 @@ export class Executor {
     }
   }
 
-  /** Zero the persistent state (KV caches). Takes effect before the next call. */
+  /**
+   * Zero the persistent state (KV caches), after the calls already made.
+   * @returns {Promise<void>}
+   */
   reset() {
-    this.#usable();
-    for (const i of this.plan.state) this.#initialise(this.plan.buffers[i], null);
+    const done = this.tail.then(() => {
+      this.#usable();
+      for (const i of this.plan.state) this.#initialise(this.plan.buffers[i], null);
+    });
+    this.tail = done.catch(() => {});
+    return done;
   }
 
   /** Fill activation and output buffers with a NaN pattern (tests: catches unwritten elements). */

@@ -10,7 +10,7 @@
 // runs the plan. Every file comes from next to this module (dist/ of `npm run build`).
 
 import { Client } from './protocol.js';
-import { DisposedError, InputError } from './errors.js';
+import { DisposedError, InputError, WorkerError } from './errors.js';
 
 export {
   WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError, AdapterError,
@@ -22,6 +22,9 @@ export { parsePlan } from './plan.js';
 let shared = null;
 
 function runtime() {
+  if (typeof Worker === 'undefined') {
+    throw new WorkerError('webpte runs in a browser page or worker with Web Workers; this environment has none');
+  }
   shared ??= new Client(new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'webpte' }));
   return shared;
 }
@@ -45,19 +48,32 @@ export function terminate() {
  *   the file's sha256): skips Python entirely
  * @param {(event: {stage: string, loaded?: number, total?: number}) => void} [options.onProgress]
  *   stages: fetch, python, plan, upload, ready
+ * @param {boolean} [options.transfer] move an ArrayBuffer source to the worker instead of
+ *   copying it (it is detached here afterwards; saves a copy of a large file)
  * @param {boolean} [options.poison] fill activations/outputs with NaNs first (tests)
  * @returns {Promise<Program>}
  * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | InputError | WorkerError}
  */
-export async function loadProgram(source, { method = 'forward', plan = null, onProgress, poison = false } = {}) {
+export async function loadProgram(source, { method = 'forward', plan = null, onProgress, transfer = false, poison = false } = {}) {
   if (source instanceof URL) source = source.href;
-  if (typeof source === 'string') source = new URL(source, globalThis.location?.href).href;
-  else if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source) || (typeof Blob !== 'undefined' && source instanceof Blob))) {
+  const isBytes = source instanceof ArrayBuffer || ArrayBuffer.isView(source)
+    || (typeof Blob !== 'undefined' && source instanceof Blob);
+  if (typeof source !== 'string' && !isBytes) {
     throw new InputError('loadProgram takes a URL string, an ArrayBuffer, a TypedArray or a File/Blob');
   }
   const client = runtime();
-  const info = await client.request('load', { source, method, plan, poison }, { onEvent: onProgress });
+  if (typeof source === 'string') source = resolveURL(source);
+  const moved = transfer && source instanceof ArrayBuffer ? [source] : [];
+  const info = await client.request('load', { source, method, plan, poison }, { onEvent: onProgress, transfer: moved });
   return new Program(client, info);
+}
+
+function resolveURL(source) {
+  try {
+    return new URL(source, globalThis.location?.href).href;
+  } catch {
+    throw new InputError(`${JSON.stringify(source)} is not a URL (nor a path relative to this page)`);
+  }
 }
 
 /** A loaded method. Make it with `loadProgram`. */

@@ -119,6 +119,7 @@ const handlers = {
         dispatches: parsed.dispatches.length, kernels: parsed.kernels.length,
         fetch_ms, python_boot_ms: planned.boot_ms ?? null, plan_ms: planned.plan_ms ?? null,
         plan_total_ms: planned.plan_total_ms ?? null, upload_ms: performance.now() - t1,
+        ...executor.timings,
       },
     };
   },
@@ -132,7 +133,7 @@ const handlers = {
   },
 
   async reset({ handle }) {
-    program(handle).executor.reset();
+    await program(handle).executor.reset();
   },
 
   async dispose({ handle }) {

@@ -186,7 +186,7 @@ describe('every fixture program, planned by Python in the page', () => {
       // Python saw only the flatbuffer regions: never the constants, which go file -> GPU.
       assert.ok(s.bytes_read_by_python + s.constant_bytes <= s.file_bytes, JSON.stringify(s));
       note(t, `${entry.name}: Python boot ${s.python_boot_ms.toFixed(0)}, plan ${s.plan_ms.toFixed(0)} (in Python) / ${s.plan_total_ms.toFixed(0)} (with calls into JS), `
-        + `upload ${s.upload_ms.toFixed(0)}, run ${result.run_ms.map((x) => x.toFixed(1)).join(', ')}; `
+        + `upload ${s.upload_ms.toFixed(0)} (pipelines ${s.pipelines_ms.toFixed(0)} for ${s.kernels} kernels), run ${result.run_ms.map((x) => x.toFixed(1)).join(', ')}; `
         + `Python read ${s.bytes_read_by_python} of ${s.file_bytes} bytes`);
     });
   }
@@ -201,11 +201,15 @@ describe('errors surface as typed errors in the page', () => {
       const badId = good.slice();
       badId.set([0x58, 0x58, 0x58, 0x58], 4); // file identifier ET12 -> XXXX
       const truncated = good.slice(0, 64);
-      return {
-        badId: await suite.errorOf(suite.webpte.loadProgram(badId.buffer)),
+      const out = {
+        badId: await suite.errorOf(suite.webpte.loadProgram(badId.buffer, { transfer: true })),
         truncated: await suite.errorOf(suite.webpte.loadProgram(new Blob([truncated]))),
       };
+      out.detached = badId.buffer.byteLength === 0;
+      return out;
     }, `/${base.pte}`);
+    assert.ok(errs.detached, 'transfer: true moves the ArrayBuffer to the worker');
+    delete errs.detached;
     for (const e of Object.values(errs)) {
       assert.equal(e?.name, 'PteFormatError', JSON.stringify(e));
       assert.ok(e.isWebpteError && e.isClass.PteFormatError);

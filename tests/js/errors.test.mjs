@@ -46,4 +46,5 @@ test('web/index.js re-exports every error class', async () => {
   }
   assert.equal(typeof index.loadProgram, 'function');
   await assert.rejects(index.loadProgram(42), errors.InputError);
+  await assert.rejects(index.loadProgram('model.pte'), (e) => e instanceof errors.WorkerError && /Web Workers/.test(e.message));
 });
