@@ -114,7 +114,84 @@ def synthetic_entry(out: Path, name: str, make) -> dict:
     (out / name / "blob.bin").write_bytes(blob or b"\0\0\0\0")
     exact = all(o.dtype.kind in "iub" for o in outputs)
     return {"name": name, "plan": f"golden/{name}/plan.json", "blob": f"golden/{name}/blob.bin",
-            "tolerance": 0.0 if exact else 1e-5, "calls": write_calls(out, name, [(inputs, outputs)])}
+            "tolerance": 0.0 if exact else 1e-5,
+            "calls": write_calls(out, name, [(inputs, outputs)])}
+
+
+# Hand-written plans for what no lowered graph exercises yet: bool constants (u8_to_u32) at an
+# unaligned file offset, int8 packed inputs, int64 inputs/outputs, state across calls and reset.
+_COPY_WGSL = """@group(0) @binding(0) var<storage, read> a: array<u32>;
+@group(0) @binding(1) var<storage, read_write> o: array<i32>;
+@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  if (g.x < 7u) { o[g.x] = i32(a[g.x]); }
+}"""
+
+_ACCUMULATE_WGSL = """@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read> k: array<i32>;
+@group(0) @binding(2) var<storage, read_write> acc: array<i32>;
+@group(0) @binding(3) var<storage, read_write> o: array<i32>;
+@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  let i = g.x;
+  if (i >= 5u) { return; }
+  let b = (x[i / 4u] >> ((i % 4u) * 8u)) & 0xffu;
+  let v = select(i32(b), i32(b) - 256, b >= 128u);
+  acc[i] = acc[i] + v * k[0];
+  o[i] = acc[i];
+}"""
+
+
+def _buffer(i, size, role, init=None):
+    return {"id": i, "size": size, "role": role, "label": f"{role}{i}", "init": init, "values": []}
+
+
+def _plan(buffers, wgsl, bindings, inputs, outputs, state=()):
+    return {"method": "forward", "version": 1, "max_context": None, "buffers": buffers,
+            "kernels": [{"id": 0, "name": "handmade", "wgsl": wgsl, "entry": "main"}],
+            "dispatches": [{"kernel": 0, "bindings": bindings, "workgroups": [1, 1, 1],
+                            "op": "handmade", "node": 0}],
+            "inputs": inputs, "outputs": outputs, "state": list(state),
+            "limits": {"max_buffer_size": max(b["size"] for b in buffers),
+                       "max_storage_buffer_binding_size": max(b["size"] for b in buffers),
+                       "max_storage_buffers_per_shader_stage": len(bindings)}}
+
+
+def _io(buffer, dtype, shape, storage):
+    return {"buffer": buffer, "dtype": dtype, "shape": list(shape), "storage": storage,
+            "name": None}
+
+
+def handmade_entries(out: Path) -> list[dict]:
+    rng = np.random.default_rng(7)
+    flags = (rng.random(7) > 0.5).astype(np.uint8)
+    blob = bytes([0xAA, 0xBB, 0xCC]) + flags.tobytes() + bytes([0xDD] * 6)  # flags at offset 3
+    copy = _plan([_buffer(0, 28, "constant", {"kind": "file", "offset": 3, "nbytes": 7,
+                                              "convert": "u8_to_u32"}),
+                  _buffer(1, 28, "output")],
+                 _COPY_WGSL, [0, 1], [], [_io(1, "int32", (7,), "i32")])
+    x = rng.integers(-128, 128, 5).astype(np.int8)
+    ks = [np.array([k], np.int64) for k in (3, -7, 5)]
+    acc = _plan([_buffer(0, 8, "input"), _buffer(1, 4, "input"),
+                 _buffer(2, 20, "state", {"kind": "zeros"}), _buffer(3, 20, "output")],
+                _ACCUMULATE_WGSL, [0, 1, 2, 3],
+                [_io(0, "int8", (5,), "i8"), _io(1, "int64", (1,), "i32")],
+                [_io(3, "int64", (5,), "i32")], state=[2])
+    x64 = x.astype(np.int64)
+    acc_calls = [([x, ks[0]], [x64 * 3]), ([x, ks[1]], [x64 * 3 - x64 * 7]),
+                 ([x, ks[2]], [x64 * 5])]
+    entries = []
+    for name, plan, data, calls in (("handmade_bool_constant", copy, blob,
+                                     [([], [flags.astype(np.int32)])]),
+                                    ("handmade_state_int8_int64", acc, b"\0\0\0\0", acc_calls)):
+        (out / name).mkdir(parents=True, exist_ok=True)
+        (out / name / "plan.json").write_text(json.dumps(plan))
+        (out / name / "blob.bin").write_bytes(data)
+        entry = {"name": name, "plan": f"golden/{name}/plan.json",
+                 "blob": f"golden/{name}/blob.bin", "tolerance": 0.0,
+                 "calls": write_calls(out, name, calls)}
+        if name == "handmade_state_int8_int64":
+            entry["calls"][2]["reset"] = True  # a reset before call 2 restarts the sum
+        entries.append(entry)
+    return entries
 
 
 def main(out_dir: str) -> None:
@@ -123,6 +200,7 @@ def main(out_dir: str) -> None:
     fixtures = [fixture_entry(out, p) for p in sorted(FIXTURES.glob("*.pte"))
                 if p.with_suffix(".npz").exists()]
     synthetic = [synthetic_entry(out, n, m) for n, m in SYNTHETIC.items()]
+    synthetic += handmade_entries(out)
     (out / "manifest.json").write_text(json.dumps({"fixtures": fixtures, "synthetic": synthetic},
                                                   indent=1))
     for f in fixtures:

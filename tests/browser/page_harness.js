@@ -38,6 +38,7 @@ function compare(actual, expected, tolerance) {
 async function checkCalls(program, entry, { calls = entry.calls } = {}) {
   const result = { calls: [], run_ms: [] };
   for (const call of calls) {
+    if (call.reset) await program.reset();
     const inputs = await Promise.all(call.inputs.map(tensor));
     const expected = await Promise.all(call.outputs.map(tensor));
     const t0 = performance.now();
