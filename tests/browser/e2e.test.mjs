@@ -218,6 +218,17 @@ describe('errors surface as typed errors in the page', () => {
     assert.match(errs.badId.message, /file identifier/);
   });
 
+  test('progress events stream from the worker while a program loads', LONG, async () => {
+    const stages = await page.evaluate(async (url) => {
+      const seen = [];
+      const program = await suite.webpte.loadProgram(url, { onProgress: (e) => seen.push(e.stage) });
+      await program.dispose();
+      return seen;
+    }, `/${base.pte}`);
+    assert.deepEqual(stages.filter((s) => s !== 'fetch' && s !== 'python'), ['plan', 'upload', 'ready']);
+    assert.ok(stages.indexOf('fetch') < stages.indexOf('plan'), stages.join(', '));
+  });
+
   test('a missing method is an InputError; a missing file is an InputError', LONG, async () => {
     const errs = await page.evaluate(async (url) => ({
       method: await suite.errorOf(suite.webpte.loadProgram(url, { method: 'no_such_method' })),
