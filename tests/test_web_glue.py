@@ -72,3 +72,12 @@ def test_decoder_position_input(path):
     index, rows = out["position_input"]
     assert plan["inputs"][index]["shape"] == [1] and plan["inputs"][index]["dtype"] == "int64"
     assert rows == plan["inputs"][1 - index]["shape"][1] and plan["max_context"] >= rows
+
+
+@pytest.mark.parametrize("path", [p for p in PROGRAMS if "q8" in p.stem], ids=lambda p: p.stem)
+def test_features_reach_the_planner(path):
+    data = path.read_bytes()
+    feats = ["packed_4x8_integer_dot_product"]
+    out = json.loads(plan_program(data, "forward", feats))
+    assert json.dumps(out["plan"], separators=(",", ":")) == \
+        plan_method(read_program(data), "forward", frozenset(feats)).to_json()

@@ -42,6 +42,22 @@ export function checkLimits(needed, have) {
 }
 
 /**
+ * Check that the WGSL language features a plan's kernels use are all in `have`
+ * (`navigator.gpu.wgslLanguageFeatures`, a set-like; skipped when the browser lists none).
+ * @param {string[]} needed
+ * @param {{has: (name: string) => boolean} | undefined} have
+ * @throws {PlanError}
+ */
+export function checkFeatures(needed, have) {
+  if (!have) return;
+  const missing = (needed ?? []).filter((f) => !have.has(f));
+  if (missing.length) {
+    throw new PlanError(`the plan's kernels use WGSL features this browser lacks (${missing.join(', ')}); `
+      + 'plan the program in this page (without a cached plan from another device)');
+  }
+}
+
+/**
  * A WebGPU device whose limits cover `needed` (plan.limits). It asks the adapter for its
  * maxima of the requestable limits, like the native device, so one device serves several
  * plans.
@@ -100,6 +116,7 @@ export class Executor {
   static async create(plan, fileBytes, { device, gpu, poison = false } = {}) {
     const bytes = fileBytes == null ? null : asBytes(fileBytes);
     plan = parsePlan(plan, { fileSize: bytes?.byteLength });
+    checkFeatures(plan.features, (gpu ?? globalThis.navigator?.gpu)?.wgslLanguageFeatures);
     if (device) checkLimits(plan.limits, device.limits);
     else device = await requestDevice(plan.limits, { gpu });
     const ex = new Executor(plan, device);

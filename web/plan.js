@@ -78,6 +78,8 @@ export function parsePlan(planOrJson, { fileSize } = {}) {
   if (plan.limits === null || typeof plan.limits !== 'object') fail('limits is not an object');
   for (const [k, v] of Object.entries(plan.limits)) if (!isInt(v)) fail(`limit ${k} = ${v}`);
   if (plan.max_context != null && !isInt(plan.max_context)) fail(`max_context ${plan.max_context}`);
+  plan.features ??= [];
+  if (!Array.isArray(plan.features) || !plan.features.every((f) => typeof f === 'string')) fail('features is not a list of names');
   return plan;
 }
 

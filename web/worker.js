@@ -57,19 +57,40 @@ async function fetchBytes(source, emit) {
   if (ArrayBuffer.isView(source)) return source.buffer.slice(source.byteOffset, source.byteOffset + source.byteLength);
   if (typeof Blob !== 'undefined' && source instanceof Blob) return source.arrayBuffer();
   if (typeof source !== 'string') throw new InputError('a program source is a URL string, an ArrayBuffer, a TypedArray or a File/Blob');
-  const resp = await fetch(source);
+  let resp;
+  try {
+    resp = await fetch(source);
+  } catch (err) {
+    throw new InputError(`fetching ${source} failed (${err.message}); check the URL and the connection`);
+  }
   if (!resp.ok) throw new InputError(`fetching ${source} gave HTTP ${resp.status}; check the URL`);
-  const total = Number(resp.headers.get('content-length')) || 0;
-  if (!resp.body || !total) return resp.arrayBuffer();
-  const out = new Uint8Array(total);
+  // Content-Length counts encoded bytes; only an unencoded body can be preallocated.
+  const encoded = (resp.headers.get('content-encoding') ?? 'identity') !== 'identity';
+  const total = encoded ? 0 : Number(resp.headers.get('content-length')) || 0;
+  if (!resp.body) return resp.arrayBuffer();
+  const chunks = [];
+  let out = total ? new Uint8Array(total) : null;
   let loaded = 0;
   for await (const chunk of resp.body) {
-    if (loaded + chunk.length > total) throw new InputError(`${source} is longer than its Content-Length`);
-    out.set(chunk, loaded);
+    if (out && loaded + chunk.length > total) throw new InputError(`${source} is longer than its Content-Length`);
+    if (out) out.set(chunk, loaded);
+    else chunks.push(chunk);
     loaded += chunk.length;
     emit({ stage: 'fetch', loaded, total });
   }
+  if (!out) {
+    out = new Uint8Array(loaded);
+    let at = 0;
+    for (const c of chunks) { out.set(c, at); at += c.length; }
+  } else if (loaded !== total) {
+    throw new InputError(`${source} ended after ${loaded} of ${total} bytes; the download was cut, retry`);
+  }
   return out.buffer;
+}
+
+/** WGSL language features of this browser: kernel variants (e.g. dot4 int8) depend on them. */
+function wgslFeatures() {
+  return [...(navigator.gpu?.wgslLanguageFeatures ?? [])];
 }
 
 async function planInPython(bytes, method, emit) {
@@ -80,7 +101,7 @@ async function planInPython(bytes, method, emit) {
   const source = glue.RangeSource(view.byteLength, (start, stop) => view.subarray(start, stop));
   let result;
   try {
-    result = JSON.parse(glue.plan_program(source, method));
+    result = JSON.parse(glue.plan_program(source, method, wgslFeatures()));
   } catch (err) {
     const lines = err.message.trim().split('\n');
     const where = lines.filter((l) => l.trimStart().startsWith('File ')).pop()?.trim() ?? '';
@@ -116,7 +137,7 @@ const handlers = {
       stats: {
         file_bytes: bytes.byteLength, bytes_read_by_python: planned.bytes_read ?? null,
         constant_bytes: parsed.buffers.reduce((n, b) => n + (b.init?.kind === 'file' ? b.init.nbytes : 0), 0),
-        dispatches: parsed.dispatches.length, kernels: parsed.kernels.length,
+        dispatches: parsed.dispatches.length, kernels: parsed.kernels.length, features: parsed.features,
         fetch_ms, python_boot_ms: planned.boot_ms ?? null, plan_ms: planned.plan_ms ?? null,
         plan_total_ms: planned.plan_total_ms ?? null, upload_ms: performance.now() - t1,
         ...executor.timings,

@@ -48,8 +48,9 @@ class RangeSource:
         return self[index:index + 1][0]
 
 
-def plan_program(source, method: str = "forward") -> str:
-    """Plan `method` of the program in `source` (bytes or a `RangeSource`).
+def plan_program(source, method: str = "forward", features=()) -> str:
+    """Plan `method` of the program in `source` (bytes or a `RangeSource`) for a device with
+    the WGSL language `features` (in the page: `navigator.gpu.wgslLanguageFeatures`).
 
     Returns JSON: `{"plan": Plan, "position_input": [input index, rows] | null,
     "bytes_read": int, "plan_ms": float}`, or `{"error": {"name", "message", "ops"}}` for a
@@ -61,7 +62,7 @@ def plan_program(source, method: str = "forward") -> str:
         if method not in prog.methods:
             raise InputError(f"the program has no method {method!r}; it has "
                              f"{sorted(prog.methods)}")
-        plan = plan_method(prog, method)
+        plan = plan_method(prog, method, frozenset(str(f) for f in features))
     except WebpteError as e:
         return json.dumps({"error": {"name": type(e).__name__, "message": str(e),
                                      "ops": list(getattr(e, "ops", []))}})

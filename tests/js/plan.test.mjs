@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fromStorage, parsePlan, toStorage } from '../../web/plan.js';
-import { checkLimits, limitName } from '../../web/executor.js';
+import { checkFeatures, checkLimits, limitName } from '../../web/executor.js';
 import { AdapterLimitsError, InputError, PlanError } from '../../web/errors.js';
 
 /** A well-formed two-input add plan (the shape Plan.to_json() gives). */
@@ -131,4 +131,18 @@ test('requestDevice: NoWebGPUError without navigator.gpu or an adapter, AdapterL
   await assert.rejects(requestDevice({}, { gpu: { requestAdapter: async () => null } }), NoWebGPUError);
   const small = { requestAdapter: async () => ({ limits: { maxBufferSize: 64 }, requestDevice: async () => assert.fail('no device for a plan that does not fit') }) };
   await assert.rejects(requestDevice({ max_buffer_size: 65 }, { gpu: small }), AdapterLimitsError);
+});
+
+test('WGSL features: a plan needing one the browser lacks is a PlanError', () => {
+  const have = new Set(['packed_4x8_integer_dot_product']);
+  checkFeatures(['packed_4x8_integer_dot_product'], have);
+  checkFeatures([], new Set());
+  checkFeatures(['anything'], undefined); // a browser that lists none: the compiler decides
+  assert.throws(() => checkFeatures(['packed_4x8_integer_dot_product', 'x'], new Set()),
+    (e) => e instanceof PlanError && /lacks \(packed_4x8_integer_dot_product, x\)/.test(e.message));
+  const plan = addPlan();
+  plan.features = 'dot4';
+  assert.throws(() => parsePlan(plan), /features/);
+  delete plan.features;
+  assert.deepEqual(parsePlan(plan).features, []);
 });
