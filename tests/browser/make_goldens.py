@@ -35,9 +35,9 @@ def tolerance(name: str) -> float:
 
 
 def write_tensor(out: Path, rel: str, arr: np.ndarray) -> dict:
-    arr = np.ascontiguousarray(arr)
+    arr = np.asarray(arr)  # not ascontiguousarray: it turns 0-d arrays into shape (1,)
     (out / rel).parent.mkdir(parents=True, exist_ok=True)
-    (out / rel).write_bytes(arr.astype(arr.dtype.newbyteorder("<")).tobytes())
+    (out / rel).write_bytes(arr.astype(arr.dtype.newbyteorder("<")).tobytes(order="C"))
     return {"file": rel, "dtype": str(arr.dtype), "shape": list(arr.shape)}
 
 
