@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ._np import np
-
 from ..plan.storage import PACKED, WGSL_TYPE
+from ._np import np
 from .common import contiguous_strides
 from .registry import OpUnit
 
