@@ -106,3 +106,12 @@ def grid_1d(n_threads: int, workgroup: int) -> tuple[tuple[int, int, int], int]:
     if y > 65535:
         raise PlanError(f"{n_threads} invocations exceed the 65535x65535 workgroup grid")
     return (x, y, 1), x * workgroup
+
+
+def row_workgroup(length: int, elements_per_invocation: int, max_workgroup: int = 256) -> int:
+    """Workgroup size (a power of two, 32..max) for one workgroup reducing one row."""
+    want = -(-length // elements_per_invocation)
+    wg = 32
+    while wg < want and wg < max_workgroup:
+        wg *= 2
+    return wg

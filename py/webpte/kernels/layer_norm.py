@@ -11,6 +11,7 @@ import math
 from ..errors import UnsupportedOpError
 from ..pte.graph import TensorValue
 from ._np import np
+from .common import row_workgroup
 from .registry import OpUnit
 
 MAX_WORKGROUP = 256
@@ -44,14 +45,6 @@ def _parse(A, call):
     return x, w, b, A.float(eps), out, extra[0], extra[1], rows, length, why
 
 
-def _workgroup(length: int) -> int:
-    want = -(-length // ELEMENTS_PER_INVOCATION)
-    wg = 32
-    while wg < want and wg < MAX_WORKGROUP:
-        wg *= 2
-    return wg
-
-
 def lower(L, call) -> None:
     x, w, b, eps, out, mean, rstd, rows, length, why = _parse(L.args, call)
     if why:
@@ -63,7 +56,7 @@ def lower(L, call) -> None:
                                 f"{L.tensor(vid).dtype.name}")
     if rows == 0:
         raise L.unsupported("layer norm of an empty tensor")
-    wg = _workgroup(length)
+    wg = row_workgroup(length, ELEMENTS_PER_INVOCATION, MAX_WORKGROUP)
     strides = [wg >> i for i in range(1, wg.bit_length())]
     groups, grid_row = L.grid(rows, workgroup=1)
     k = L.kernel("layer_norm", rows=rows, length=length, eps=eps, workgroup=wg,

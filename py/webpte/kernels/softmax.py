@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ._np import np
-from .common import norm_dim
+from .common import norm_dim, row_workgroup
 from .registry import OpUnit
 
 MAX_WORKGROUP = 256
@@ -22,14 +22,6 @@ def _parse(A, call):
     dims = tuple(A.tensor(x).dims) or (1,)
     d = norm_dim(A.int(dim), len(dims), call.name)
     return x, out, dims, d, A.bool(half_to_float)
-
-
-def _workgroup(length: int) -> int:
-    want = -(-length // ELEMENTS_PER_INVOCATION)
-    wg = 32
-    while wg < want and wg < MAX_WORKGROUP:
-        wg *= 2
-    return wg
 
 
 def lower(L, call) -> None:
@@ -47,7 +39,7 @@ def lower(L, call) -> None:
     rows = math.prod(dims) // length if length else 0
     if rows == 0:
         raise L.unsupported(f"softmax of an empty tensor {list(dims)}")
-    wg = _workgroup(length)
+    wg = row_workgroup(length, ELEMENTS_PER_INVOCATION, MAX_WORKGROUP)
     strides = []
     s = wg // 2
     while s:
