@@ -245,9 +245,8 @@ class WindowedDecoder(nn.Module):
 def random_weights(config: DecoderConfig) -> dict[str, torch.Tensor]:
     """Seeded random weights in the llama state-dict naming (norm weights around 1)."""
     gen = torch.Generator().manual_seed(config.seed)
-    args = model_args(config)
-    torch.manual_seed(config.seed)
-    ref = construct_transformer(args)
+    with torch.device("meta"):  # shapes and names only
+        ref = construct_transformer(model_args(config))
     out = {}
     for name, p in ref.state_dict().items():
         if name.endswith("norm.weight"):
