@@ -103,11 +103,11 @@ def lower(L, call) -> None:
     q = quantize_params(s, zp)
     kern = L.kernel("linear_q8", m=m, n=n, k=k, kw=k // 4, tile_m=tile_m, tile_n=tile_n,
                     dot4=DOT4_FEATURE in L.features, x_float=x_kind == "f32",
-                    has_bias=bias is not None, input_scale=f32(s),
-                    zero_point=zp, inv_scale=q.inv_scale, q_zero_point=q.zero_point,
-                    quant_min=q.quant_min, quant_max=q.quant_max, **t)
-    vids = [x, w, sums, scales] + ([bias] if bias is not None else []) + [out]
-    L.dispatch(kern, [L.buf(v) for v in vids], groups)
+                    has_bias=bias is not None, **t)
+    # Scales and zero points come from a params buffer: one pipeline per shape.
+    params = L.params(f32(s), zp, *(q if x_kind == "f32" else ()))
+    vids = [x, w, sums, scales] + ([bias] if bias is not None else [])
+    L.dispatch(kern, [L.buf(v) for v in vids] + [params, L.buf(out)], groups)
 
 
 def linear_q8_reference(xq: np.ndarray, w: np.ndarray, sums: np.ndarray, scales: np.ndarray,

@@ -23,7 +23,7 @@ _RANGE = {"i8": (-128, 127), "u8": (0, 255)}
 
 
 class QuantParams(NamedTuple):
-    """What a quantize kernel bakes in; inv_scale is already exactly an f32."""
+    """What a quantize kernel reads from its params buffer; inv_scale is exactly an f32."""
 
     inv_scale: float
     zero_point: int
@@ -38,7 +38,7 @@ def f32(v: float) -> float:
 
 def quantize_params(scale: float, zero_point: int, quant_min: int = -128,
                     quant_max: int = 127) -> QuantParams:
-    """The constants a quantize kernel bakes in: f32(1/scale) as torch computes it."""
+    """The parameters of a quantize kernel: f32(1/scale) as torch computes it."""
     if not 0 < scale < float("inf"):
         raise PlanError(f"quantization scale must be positive and finite, got {scale}")
     try:
@@ -80,8 +80,9 @@ def lower(L, call) -> None:
         raise L.unsupported(f"output dims {list(to.dims)} differ from input {list(tx.dims)}")
     n = max(1, tx.numel)
     wg, row = L.grid(-(-n // 4))  # one packed output word per invocation
-    k = L.kernel("quantize", n=n, workgroup=256, row=row, **params._asdict())
-    L.dispatch(k, [L.buf(x), L.buf(out)], wg)
+    # Scale and zero point come from a params buffer: one pipeline serves every quantize.
+    k = L.kernel("quantize", n=n, workgroup=256, row=row)
+    L.dispatch(k, [L.buf(x), L.params(*params), L.buf(out)], wg)
 
 
 def reference(R, call) -> None:

@@ -84,6 +84,9 @@ class Executor:
             return
         if init["kind"] == "zeros":
             self.device.queue.write_buffer(self.buffers[b.id], 0, bytes(b.size))
+        elif init["kind"] == "words":
+            raw = np.asarray(init["words"], np.uint32).tobytes()
+            self.device.queue.write_buffer(self.buffers[b.id], 0, raw + bytes(b.size - len(raw)))
         elif init["kind"] == "file":
             if data is None:
                 raise PlanError(f"buffer {b.label} needs file bytes; load with the program data")

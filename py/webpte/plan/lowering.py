@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -16,6 +17,19 @@ from .model import DispatchSpec, IOSpec, KernelSpec, Plan
 from .storage import WGSL_TYPE, file_convert, storage_bytes, storage_of
 
 WORKGROUP = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
+
+
+def _word(v) -> int:
+    """One 32-bit word: f32 bits of a float, two's complement of an int."""
+    if isinstance(v, float):
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        if struct.unpack("<f", struct.pack("<I", bits))[0] != v and v == v:
+            raise PlanError(f"parameter {v!r} is not exactly representable as f32")
+        return bits
+    v = int(v)
+    if not -(1 << 31) <= v < (1 << 32):
+        raise PlanError(f"parameter {v} does not fit 32 bits")
+    return v & 0xFFFFFFFF
 
 
 @dataclass
@@ -107,6 +121,21 @@ class Lowering:
             return False
         self._bind(dst, b)
         return True
+
+    def params(self, *values) -> int:
+        """A small constant buffer of 32-bit words holding per-dispatch scalars.
+
+        Kernels read scalars such as quantization scales from here instead of baking
+        them in, so dispatches that differ only in those values share one pipeline.
+        Floats are stored as f32 bits, ints (and bools) as i32.
+        """
+        words = [_word(v) for v in values]
+        key = ("params", tuple(words))
+        if key not in self._constant_bufs:
+            self._constant_bufs[key] = self._new(4 * max(1, len(words)), "constant",
+                                                 f"params{len(self._constant_bufs)}",
+                                                 {"kind": "words", "words": words})
+        return self._constant_bufs[key]
 
     def scratch(self, nbytes: int, label: str) -> int:
         return self._new(max(4, (nbytes + 3) // 4 * 4), "activation", label)

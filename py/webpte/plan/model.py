@@ -21,7 +21,8 @@ class BufferSpec:
     role: str                      # constant | activation | input | output | state | scalar
     label: str = ""
     # None (no initial content), {"kind": "zeros"},
-    # {"kind": "file", "offset": int, "nbytes": int, "convert": None | "u8_to_u32"}
+    # {"kind": "file", "offset": int, "nbytes": int, "convert": None | "u8_to_u32"},
+    # {"kind": "words", "words": [u32, ...]} (per-dispatch scalars, little endian)
     init: dict | None = None
     values: list[int] = field(default_factory=list)  # graph value ids held (dedicated buffers)
 
