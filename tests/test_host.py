@@ -127,3 +127,22 @@ def test_image_preprocessing_known_values(tmp_path):
     assert small.shape == (1, 3, 512, 512)
     with pytest.raises(InputError):
         preprocess_image(b"not an image")
+
+
+def test_turn_decisions():
+    from webpte.host.turn import Contract, prefill_windows, reusable_prefix, stop_reason
+
+    c = Contract(rows=4, max_context=32, sink_id=1, sink_token="<|im_start|>",
+                 stop_ids=frozenset({2}))
+    with pytest.raises(InputError, match="attention-sink"):
+        prefill_windows([], [5, 6, 7, 8], c)
+    assert prefill_windows([], [1, 5, 6, 7, 8], c) == (0, [0, 1])
+    assert reusable_prefix([1, 5, 6, 9], [1, 5, 6, 7, 8]) == 3
+    reuse, starts = prefill_windows([1, 5, 6, 7, 8, 9, 10], [1, 5, 6, 7, 8, 9, 10, 11, 12], c)
+    assert reuse == 7 and starts == [5]
+    with pytest.raises(ContextFullError):
+        prefill_windows([], [1] * 32, c)
+    assert stop_reason(None, 3, 10, 3, c) == "max_new_tokens"
+    assert stop_reason(None, 0, 32, 3, c) == "context_full"
+    assert stop_reason(2, 0, 10, 3, c) == "stop_token"
+    assert stop_reason(7, 0, 10, 3, c) is None

@@ -9,6 +9,7 @@ from ..errors import InputError
 from .embeddings import EmbeddingTable
 from .files import ModelFiles, resolve_model_folder
 from .prompt import IMAGE_TOKEN, ChatFormat
+from .turn import Contract
 
 
 class Model:
@@ -38,6 +39,8 @@ class Model:
         if not self.stop_ids:
             raise InputError(f"none of the stop tokens {stops} is in the tokenizer")
         self.image_id = self.chat.token_id(IMAGE_TOKEN, required=False)
+        self.contract = Contract(self.rows, self.max_context, self.sink_id, files.sink_token,
+                                 frozenset(self.stop_ids))
         self.vision = Program(files.vision) if files.vision else None
 
     @property

@@ -14,7 +14,7 @@ from ..errors import InputError
 from .embeddings import splice_rows
 from .prompt import Turn
 from .sampling import Sampler, SamplingOptions
-from .windows import ContextFullError, extend_starts
+from .turn import decode_window_start, prefill_windows, stop_reason
 
 
 @dataclass
@@ -75,12 +75,7 @@ class Session:
 
     def prompt_ids(self, turns: list[Turn]) -> list[int]:
         m = self.model
-        ids = m.chat.encode(m.chat.render(turns, add_generation_prompt=True))
-        if not ids or ids[0] != m.sink_id:
-            raise InputError(f"the prompt must start with the attention-sink token "
-                             f"{m.files.sink_token!r} (id {m.sink_id}) at position 0; the "
-                             f"chat template produced {ids[:1]}")
-        return ids
+        return m.chat.encode(m.chat.render(turns, add_generation_prompt=True))
 
     def generate(self, question: str, image=None, *, max_new_tokens: int = 256,
                  sampling: SamplingOptions | None = None) -> Iterator[str]:
@@ -100,15 +95,10 @@ class Session:
             stats.vision_s = time.perf_counter() - t0
         turns = self.turns + [Turn("user", question, image is not None)]
         ids = self.prompt_ids(turns)
-        if len(ids) >= m.max_context:
-            raise ContextFullError(f"the prompt needs {len(ids)} positions; the context holds "
-                                   f"{m.max_context}. Start a new conversation (reset)")
-        reuse = 0
-        while reuse < min(len(ids), len(self.cached)) and ids[reuse] == self.cached[reuse]:
-            reuse += 1
+        reuse, starts = prefill_windows(self.cached, ids, m.contract)
         self.images, self.turns = images, turns
         embeds = self._embed(ids)
-        starts = extend_starts(reuse, len(ids), m.rows, m.max_context)
+        self.cached = self.cached[:reuse]  # rows past the prefix are rewritten from here on
         t0 = time.perf_counter()
         logits = None
         for s in starts:
@@ -124,15 +114,14 @@ class Session:
         t0 = time.perf_counter()
         try:
             while True:
-                if len(generated) >= max_new_tokens:
-                    stats.stop_reason = "max_new_tokens"
-                    break
-                if len(self.cached) >= m.max_context:
-                    stats.stop_reason = "context_full"
-                    break
-                token = sampler(logits.reshape(-1), self.cached)
-                if token in m.stop_ids:
-                    stats.stop_reason = "stop_token"
+                reason = stop_reason(None, len(generated), len(self.cached), max_new_tokens,
+                                     m.contract)
+                if reason is None:
+                    token = sampler(logits.reshape(-1), self.cached)
+                    reason = stop_reason(token, len(generated), len(self.cached),
+                                         max_new_tokens, m.contract)
+                if reason is not None:
+                    stats.stop_reason = reason
                     break
                 generated.append(token)
                 text = m.chat.decode(generated)
@@ -140,10 +129,10 @@ class Session:
                     piece, emitted = text[len(emitted):], text
                     if piece:
                         yield piece
-                p = len(self.cached)
                 row = self._embed([token]).astype(np.float32)
                 embeds = np.concatenate([embeds, row])
-                logits = self._window(embeds, p - m.rows + 1)
+                logits = self._window(embeds,
+                                      decode_window_start(len(self.cached) + 1, m.contract))
                 self.cached.append(token)
         finally:
             stats.decode_s = time.perf_counter() - t0
