@@ -49,17 +49,48 @@ def bench_program(path: str, calls: int = 5, warmup: int = 1, method: str = "for
     }
 
 
+def profile_program(path: str, top: int = 15, method: str = "forward") -> dict:
+    """Time every dispatch alone (after one warm-up call) and total it by op and kernel."""
+    import numpy as np
+
+    from .program import load
+
+    prog = load(path, method)
+    arrays = _inputs_for(prog.plan, np.random.default_rng(0))
+    prog.run(*arrays)  # compiles every pipeline
+    times = prog.executor.profile(arrays)
+    by_op: dict[str, float] = {}
+    by_kernel: dict[str, list] = {}
+    for i, t in times:
+        d = prog.plan.dispatches[i]
+        by_op[d.op] = by_op.get(d.op, 0.0) + t
+        entry = by_kernel.setdefault(prog.plan.kernels[d.kernel].name, [0, 0.0])
+        entry[0] += 1
+        entry[1] += t
+    total = sum(t for _, t in times)
+    kernels = sorted(by_kernel.items(), key=lambda kv: -kv[1][1])[:top]
+    return {
+        "program": str(path), "dispatches": len(times), "total_s": round(total, 4),
+        "by_op": {k: round(v, 4) for k, v in sorted(by_op.items(), key=lambda kv: -kv[1])},
+        "top_kernels": [{"kernel": k, "dispatches": n, "s": round(t, 4)}
+                        for k, (n, t) in kernels],
+    }
+
+
 def add_parser(sub) -> None:
     b = sub.add_parser("bench", help="time loading and calls of programs")
     b.add_argument("programs", nargs="+")
     b.add_argument("--calls", type=int, default=5)
     b.add_argument("--warmup", type=int, default=1)
+    b.add_argument("--profile", action="store_true",
+                   help="time each dispatch alone and total by op and kernel")
     b.set_defaults(func=cmd_bench)
 
 
 def cmd_bench(args) -> int:
     for path in args.programs:
-        result = bench_program(path, args.calls, args.warmup)
+        result = (profile_program(path) if args.profile
+                  else bench_program(path, args.calls, args.warmup))
         print(json.dumps(result))
         sys.stdout.flush()
     return 0

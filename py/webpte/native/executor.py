@@ -145,6 +145,32 @@ class Executor:
                 st.unmap()
         return outs
 
+    def profile(self, arrays) -> list[tuple[int, float]]:
+        """Seconds each dispatch takes, run one submit at a time (for `webpte bench
+        --profile`; far slower than run())."""
+        import time
+
+        self.write_inputs(arrays)
+        first = self.buffers[self.plan.outputs[0].buffer]
+
+        def wait():  # a 4-byte read back waits for the queue to drain
+            self.device.queue.read_buffer(first, 0, 4)
+
+        wait()
+        times = []
+        for i, (d, bg) in enumerate(zip(self.plan.dispatches, self.bind_groups)):
+            t = time.perf_counter()
+            enc = self.device.create_command_encoder()
+            cpass = enc.begin_compute_pass()
+            cpass.set_pipeline(self.pipelines[d.kernel])
+            cpass.set_bind_group(0, bg)
+            cpass.dispatch_workgroups(*d.workgroups)
+            cpass.end()
+            self.device.queue.submit([enc.finish()])
+            wait()
+            times.append((i, time.perf_counter() - t))
+        return times
+
     def read_buffer(self, buffer_id: int) -> bytes:
         """Bytes of any plan buffer (tests and debugging; allocates a staging copy)."""
         return bytes(self.device.queue.read_buffer(self.buffers[buffer_id]))
