@@ -192,6 +192,10 @@ export class Executor {
       this.device.queue.submit([enc.finish()]);
       return;
     }
+    if (init.kind === 'words') { // per-dispatch scalars, little endian u32
+      this.device.queue.writeBuffer(target, 0, Uint32Array.from(init.words));
+      return;
+    }
     if (!bytes) throw new PlanError(`buffer ${b.label || b.id} needs file bytes; load with the program data`);
     let src = bytes.subarray(init.offset, init.offset + init.nbytes);
     if (init.convert === 'u8_to_u32') {

@@ -86,6 +86,11 @@ export function parsePlan(planOrJson, { fileSize } = {}) {
 function checkInit(b, i, fileSize) {
   const init = b.init;
   if (init == null || init.kind === 'zeros') return;
+  if (init.kind === 'words') {
+    if (!Array.isArray(init.words) || !init.words.every((w) => isInt(w) && w <= 0xffffffff)) fail(`buffer ${i} words are not u32 values`);
+    if (init.words.length * 4 > b.size) fail(`buffer ${i} holds ${b.size} bytes, its ${init.words.length} words need ${init.words.length * 4}`);
+    return;
+  }
   if (init.kind !== 'file') fail(`buffer ${i} init kind ${JSON.stringify(init.kind)}`);
   if (!isInt(init.offset) || !isInt(init.nbytes)) fail(`buffer ${i} file range`);
   if (fileSize !== undefined && init.offset + init.nbytes > fileSize) {

@@ -119,11 +119,13 @@ def synthetic_entry(out: Path, name: str, make) -> dict:
 
 
 # Hand-written plans for what no lowered graph exercises yet: bool constants (u8_to_u32) at an
-# unaligned file offset, int8 packed inputs, int64 inputs/outputs, state across calls and reset.
+# unaligned file offset, scalar words, int8 packed inputs, int64 inputs/outputs, state across
+# calls and reset.
 _COPY_WGSL = """@group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read_write> o: array<i32>;
+@group(0) @binding(2) var<storage, read> n: array<u32>;
 @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-  if (g.x < 7u) { o[g.x] = i32(a[g.x]); }
+  if (g.x < n[0]) { o[g.x] = i32(a[g.x]) + i32(n[1]); }
 }"""
 
 _ACCUMULATE_WGSL = """@group(0) @binding(0) var<storage, read> x: array<u32>;
@@ -166,8 +168,9 @@ def handmade_entries(out: Path) -> list[dict]:
     blob = bytes([0xAA, 0xBB, 0xCC]) + flags.tobytes() + bytes([0xDD] * 6)  # flags at offset 3
     copy = _plan([_buffer(0, 28, "constant", {"kind": "file", "offset": 3, "nbytes": 7,
                                               "convert": "u8_to_u32"}),
-                  _buffer(1, 28, "output")],
-                 _COPY_WGSL, [0, 1], [], [_io(1, "int32", (7,), "i32")])
+                  _buffer(1, 28, "output"),
+                  _buffer(2, 8, "scalar", {"kind": "words", "words": [7, 1000]})],
+                 _COPY_WGSL, [0, 1, 2], [], [_io(1, "int32", (7,), "i32")])
     x = rng.integers(-128, 128, 5).astype(np.int8)
     ks = [np.array([k], np.int64) for k in (3, -7, 5)]
     acc = _plan([_buffer(0, 8, "input"), _buffer(1, 4, "input"),
@@ -180,7 +183,7 @@ def handmade_entries(out: Path) -> list[dict]:
                  ([x, ks[2]], [x64 * 5])]
     entries = []
     for name, plan, data, calls in (("handmade_bool_constant", copy, blob,
-                                     [([], [flags.astype(np.int32)])]),
+                                     [([], [flags.astype(np.int32) + 1000])]),
                                     ("handmade_state_int8_int64", acc, b"\0\0\0\0", acc_calls)):
         (out / name).mkdir(parents=True, exist_ok=True)
         (out / name / "plan.json").write_text(json.dumps(plan))

@@ -25,6 +25,7 @@ function addPlan() {
 
 test('a well-formed plan parses, from JSON text too', () => {
   const plan = addPlan();
+  plan.buffers[3].init = { kind: 'words', words: [7, 0xffffffff] };
   assert.equal(parsePlan(plan, { fileSize: 44 }), plan);
   assert.deepEqual(parsePlan(JSON.stringify(plan)), plan);
 });
@@ -38,6 +39,8 @@ const BREAKS = [
   ['file content larger than the buffer', (p) => { p.buffers[1].init.convert = 'u8_to_u32'; }, /file content is 112/],
   ['convert', (p) => { p.buffers[1].init.convert = 'f16_to_f32'; }, /convert/],
   ['init kind', (p) => { p.buffers[3].init = { kind: 'random' }; }, /init kind/],
+  ['words', (p) => { p.buffers[3].init = { kind: 'words', words: [1, -2] }; }, /not u32/],
+  ['too many words', (p) => { p.buffers[3].init = { kind: 'words', words: [1, 2, 3] }; }, /need 12/],
   ['dispatch kernel', (p) => { p.dispatches[0].kernel = 1; }, /dispatch 0 kernel 1/],
   ['binding', (p) => { p.dispatches[0].bindings[2] = 9; }, /binding 2 names buffer 9/],
   ['workgroups', (p) => { p.dispatches[0].workgroups = [1, 1]; }, /workgroups/],
