@@ -30,6 +30,15 @@ function runtime() {
 }
 
 /**
+ * What the shared worker runs on: `{programs, python, adapter: {vendor, architecture, device,
+ * description} | null}` (the adapter is known once a program has been loaded).
+ * @returns {Promise<object>}
+ */
+export function runtimeInfo() {
+  return runtime().request('info', null);
+}
+
+/**
  * Terminate the shared worker (every loaded program is disposed with it). The next
  * `loadProgram` starts a new one.
  */

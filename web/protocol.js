@@ -49,6 +49,8 @@ export class Client {
     port.addEventListener('message', (e) => this.#receive(e.data));
     port.addEventListener('error', (e) => this.fail(new WorkerError(
       `the webpte worker failed: ${e.message ?? e}; check that every file of dist/ is served`)));
+    port.addEventListener('messageerror', () => this.fail(new WorkerError(
+      'a reply from the webpte worker could not be deserialized')));
     port.start?.();
   }
 

@@ -255,6 +255,15 @@ describe('errors surface as typed errors in the page', () => {
   });
 });
 
+describe('runtime', () => {
+  test('runtimeInfo names the adapter the worker used', async () => {
+    const info = await page.evaluate(() => suite.webpte.runtimeInfo());
+    assert.equal(info.python, true);
+    assert.equal(info.programs, 0, 'every program of the suite was disposed');
+    assert.ok(info.adapter && typeof info.adapter.vendor === 'string', JSON.stringify(info));
+  });
+});
+
 describe('network', () => {
   test('no request left 127.0.0.1 (besides the guard probes)', () => {
     const leaked = blocked.filter((u) => !u.startsWith(PROBE));
