@@ -162,6 +162,8 @@ def test_quantize_unsupported_forms():
 ACC_CASES = [  # (M, K, N): odd M, K % 16 != 0, N % 4 != 0, more than one workgroup
     (1, 4, 1), (3, 12, 5), (7, 36, 19), (33, 100, 67), (1, 772, 67), (3, 772, 300),
     (7, 100, 131), (70, 36, 131), (33, 772, 5),
+    # decoder windows (<= 8 rows, the skinny kernel), K % 16 == 0 reads vec4 words
+    (4, 960, 67), (8, 48, 259), (9, 64, 5),
 ]
 
 
@@ -195,7 +197,7 @@ def test_linear_zero_point_exact(gpu, rng, features, zp):
 @pytest.mark.parametrize("features", VARIANTS)
 @pytest.mark.parametrize("m,k,n,bias,lead", [
     (33, 772, 67, True, ()), (3, 36, 5, False, ()), (4, 960, 131, True, (1,)),
-    (7, 12, 1, True, (1,)),
+    (7, 12, 1, True, (1,)), (4, 16, 9, True, (1,)),
 ])
 def test_linear_real_scales(gpu, rng, features, m, k, n, bias, lead):
     scale, zp = 0.0213, 3
@@ -212,7 +214,7 @@ def test_linear_real_scales(gpu, rng, features, m, k, n, bias, lead):
 
 
 @pytest.mark.parametrize("features", VARIANTS)
-@pytest.mark.parametrize("m,k,n", [(33, 100, 67), (3, 36, 5)])
+@pytest.mark.parametrize("m,k,n", [(33, 100, 67), (3, 36, 5), (4, 64, 7)])
 def test_linear_float_input(gpu, rng, features, m, k, n):
     # A float x is quantized in the kernel: same result as quantize_per_tensor + linear.
     scale, zp = 0.0137, -4

@@ -36,6 +36,7 @@ __all__ = ["DOT4_FEATURE", "tiling", "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
+SKINNY_ROWS = 8  # up to this many rows, linear_q8_skinny (no workgroup staging) is used
 
 
 def tiling(m: int, kw: int) -> dict[str, int]:
@@ -95,15 +96,21 @@ def lower(L, call) -> None:
                                 f"entries, is {L.storage(vid)} {list(L.tensor(vid).dims)}")
     if not -256 <= zp <= 255:
         raise L.unsupported(f"input zero point {zp} outside [-256, 255]")
-    t = tiling(m, k // 4)
-    tile_m, tile_n = t["ty"] * t["rm"], t["tx"] * t["rn"]
-    groups = (-(-n // tile_n), -(-m // tile_m), 1)
-    if max(groups) > 65535:
-        raise L.unsupported(f"{groups} workgroups exceed 65535 per dimension")
     q = quantize_params(s, zp)
-    kern = L.kernel("linear_q8", m=m, n=n, k=k, kw=k // 4, tile_m=tile_m, tile_n=tile_n,
-                    dot4=DOT4_FEATURE in L.features, x_float=x_kind == "f32",
-                    has_bias=bias is not None, **t)
+    common = dict(m=m, n=n, k=k, kw=k // 4, dot4=DOT4_FEATURE in L.features,
+                  x_float=x_kind == "f32", has_bias=bias is not None)
+    if m <= SKINNY_ROWS:
+        # A decoder window: one column per invocation, W rows read directly.
+        groups, row = L.grid(n, 64)
+        # Rows of whole vec4<u32> (K % 16 == 0) are read 16 bytes at a time.
+        kern = L.kernel("linear_q8_skinny", workgroup=64, row=row, vec4=k % 16 == 0, **common)
+    else:
+        t = tiling(m, k // 4)
+        tile_m, tile_n = t["ty"] * t["rm"], t["tx"] * t["rn"]
+        groups = (-(-n // tile_n), -(-m // tile_m), 1)
+        if max(groups) > 65535:
+            raise L.unsupported(f"{groups} workgroups exceed 65535 per dimension")
+        kern = L.kernel("linear_q8", tile_m=tile_m, tile_n=tile_n, **common, **t)
     # Scales and zero points come from a params buffer: one pipeline per shape.
     params = L.params(f32(s), zp, *(q if x_kind == "f32" else ()))
     vids = [x, w, sums, scales] + ([bias] if bias is not None else [])
