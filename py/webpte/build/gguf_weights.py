@@ -167,17 +167,29 @@ def read_gguf(path: str | os.PathLike) -> GgufModel:
     if not path.is_file():
         raise GgufError(f"no GGUF file at {path}")
     reader = gguf.GGUFReader(path)
-    fields = {}
-    for key, f in reader.fields.items():
-        try:
-            fields[key] = f.contents()
-        except Exception:  # fields this gguf version cannot decode are not needed here
-            continue
+    fields = {key: _field_value(gguf, f) for key, f in reader.fields.items()}
     model = GgufModel(path=path, fields=fields)
     for t in reader.tensors:
         shape = tuple(int(n) for n in reversed(t.shape))
         model.tensors[t.name] = GgufTensor(t.name, t.tensor_type.name, shape, t.data)
     return model
+
+
+def _field_value(gguf, f):
+    """A metadata field as a Python value (str, number, bool or list of them); decoded from
+    the reader's parts, which every gguf version since 0.10 has (`contents()` came later)."""
+    types = list(f.types)
+    if not types:
+        return None
+    string = gguf.GGUFValueType.STRING
+
+    def scalar(i):
+        part = f.parts[i]
+        return bytes(part).decode("utf-8") if types[-1] == string else part.tolist()[0]
+
+    if types[0] == gguf.GGUFValueType.ARRAY:
+        return [scalar(i) for i in f.data]
+    return scalar(f.data[0])
 
 
 _LAYER_NAMES = {

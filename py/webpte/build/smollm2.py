@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -159,12 +160,14 @@ def build_smollm2(folder: str | os.PathLike, *, log: Callable[[str], None] | Non
 
     folder = Path(folder).expanduser().resolve()
     steps = _Steps(log or (lambda m: print(m, file=sys.stderr, flush=True)))
+    t = time.perf_counter()
     dm, ed = _dev_imports()
     import torch
 
+    steps.done("import torch + executorch", t)
     folder.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_partials(folder)
     tmp = folder.parent / f".{folder.name}.partial-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
         t = time.perf_counter()
@@ -211,7 +214,9 @@ def build_smollm2(folder: str | os.PathLike, *, log: Callable[[str], None] | Non
         t = time.perf_counter()
         dm.register_linear_q8ta_q8csw_meta()
         _quiet_export_logs()
-        ed.export_program(decoder, "smollm2_135m_q8", tmp / DECODER)
+        with warnings.catch_warnings():  # torch/executorch deprecation notices, not ours
+            warnings.simplefilter("ignore", FutureWarning)
+            ed.export_program(decoder, "smollm2_135m_q8", tmp / DECODER)
         steps.done("export", t, f"{(tmp / DECODER).stat().st_size / 2**20:.1f} MiB")
 
         t = time.perf_counter()
@@ -273,6 +278,24 @@ def _quiet_export_logs() -> None:
     import logging
 
     logging.getLogger().setLevel(logging.WARNING)
+
+
+def _remove_stale_partials(folder: Path) -> None:
+    """Remove what builds killed mid-way left beside `folder` (their process is gone)."""
+    for p in folder.parent.glob(f".{folder.name}.*-*"):
+        pid = p.name.rpartition("-")[2]
+        if pid.isdigit() and not _process_alive(int(pid)):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _replace_folder(tmp: Path, folder: Path) -> None:
