@@ -240,6 +240,32 @@ describe('errors surface as typed errors in the page', () => {
     assert.match(errs.missing.message, /HTTP 404/);
   });
 
+  test('a plan beyond the adapter limits is an AdapterLimitsError; a bad kernel is a PlanError', LONG, async () => {
+    const entry = manifest.synthetic.find((e) => e.name === 'handmade_bool_constant');
+    const errs = await page.evaluate(async (e) => {
+      const plan = await (await fetch(`/${e.plan}`)).json();
+      const blob = `/${e.blob}`;
+      const big = structuredClone(plan);
+      big.limits.max_storage_buffer_binding_size = 2 ** 52;
+      const bad = structuredClone(plan);
+      bad.kernels[0].wgsl = bad.kernels[0].wgsl.replace('i32(a[g.x])', 'i32(a[g.x] + nope)');
+      const malformed = structuredClone(plan);
+      malformed.dispatches[0].bindings = [0, 1, 7];
+      return {
+        big: await suite.errorOf(suite.webpte.loadProgram(blob, { plan: big })),
+        bad: await suite.errorOf(suite.webpte.loadProgram(blob, { plan: bad })),
+        malformed: await suite.errorOf(suite.webpte.loadProgram(blob, { plan: malformed })),
+      };
+    }, entry);
+    assert.equal(errs.big?.name, 'AdapterLimitsError', JSON.stringify(errs.big));
+    assert.ok(errs.big.isClass.AdapterError);
+    assert.match(errs.big.message, /maxStorageBufferBindingSize = 4503599627370496/);
+    assert.equal(errs.bad?.name, 'PlanError', JSON.stringify(errs.bad));
+    assert.match(errs.bad.message, /kernel handmade failed to compile/);
+    assert.equal(errs.malformed?.name, 'PlanError', JSON.stringify(errs.malformed));
+    assert.match(errs.malformed.message, /binding 2 names buffer 7/);
+  });
+
   test('a decoder refuses input_pos past its context', LONG, async (t) => {
     const decoder = manifest.fixtures.find((e) => e.name.startsWith('decoder_') && e.native.status === 'ok');
     if (!decoder) return t.skip('no decoder fixture plans');
