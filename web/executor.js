@@ -135,34 +135,49 @@ export class Executor {
     const { plan, device } = this;
     const t0 = performance.now();
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-    device.pushErrorScope('out-of-memory');
-    device.pushErrorScope('validation');
-    this.buffers = plan.buffers.map((b) => device.createBuffer({ size: b.size, usage, label: b.label || `b${b.id}` }));
-    for (const b of plan.buffers) this.#initialise(b, bytes);
-    this.staging = plan.outputs.map((o) => device.createBuffer({
-      size: plan.buffers[o.buffer].size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-      label: `staging ${o.buffer}`,
-    }));
-    const validation = await device.popErrorScope();
-    const oom = await device.popErrorScope();
-    if (oom) throw new AdapterError(`the GPU is out of memory for this program (${oom.message}); close other GPU-heavy tabs`);
-    if (validation) throw new PlanError(`buffers of the plan were refused: ${validation.message}`);
+    await this.#scoped('the buffers of the plan', () => {
+      this.buffers = plan.buffers.map((b) => device.createBuffer({ size: b.size, usage, label: b.label || `b${b.id}` }));
+      for (const b of plan.buffers) this.#initialise(b, bytes);
+      this.staging = plan.outputs.map((o) => device.createBuffer({
+        size: plan.buffers[o.buffer].size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+        label: `staging ${o.buffer}`,
+      }));
+    });
 
     const t1 = performance.now();
     this.pipelines = await Promise.all(plan.kernels.map((k) => this.#pipeline(k)));
     const t2 = performance.now();
-    device.pushErrorScope('validation');
-    this.bindGroups = plan.dispatches.map((d, i) => device.createBindGroup({
+    this.bindGroups = await this.#scoped('a bind group of the plan', () => plan.dispatches.map((d, i) => device.createBindGroup({
       label: `dispatch ${i} ${d.op ?? ''}`,
       layout: this.pipelines[d.kernel].getBindGroupLayout(0),
       entries: d.bindings.map((b, j) => ({
         binding: j, resource: { buffer: this.buffers[b], offset: 0, size: plan.buffers[b].size },
       })),
-    }));
-    const err = await device.popErrorScope();
-    if (err) throw new PlanError(`a bind group of the plan was refused: ${err.message}`);
+    })));
     /** Milliseconds spent at load: buffers + uploads, kernels (compile + pipelines), bind groups. */
     this.timings = { buffers_ms: t1 - t0, pipelines_ms: t2 - t1, bind_groups_ms: performance.now() - t2 };
+  }
+
+  /**
+   * Run `fn` inside validation and out-of-memory error scopes, which are always popped (the
+   * device may be shared); GPU errors become PlanError / AdapterError naming `what`.
+   */
+  async #scoped(what, fn) {
+    const { device } = this;
+    device.pushErrorScope('out-of-memory');
+    device.pushErrorScope('validation');
+    let out;
+    let thrown = null;
+    try {
+      out = fn();
+    } catch (err) {
+      thrown = err;
+    }
+    const [validation, oom] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
+    if (thrown) throw thrown;
+    if (oom) throw new AdapterError(`the GPU ran out of memory for ${what} (${oom.message}); close other GPU-heavy tabs or use a smaller program`);
+    if (validation) throw new PlanError(`the GPU refused ${what}: ${validation.message}`);
+    return out;
   }
 
   async #pipeline(k) {
@@ -241,20 +256,19 @@ export class Executor {
         + `(${plan.inputs.map(describeIO).join(', ')}), got ${Array.isArray(inputs) ? inputs.length : typeof inputs}`);
     }
     const raws = inputs.map((a, i) => toStorage(a, plan.inputs[i], `input ${i}`));
-    device.pushErrorScope('validation');
-    raws.forEach((raw, i) => device.queue.writeBuffer(this.buffers[plan.inputs[i].buffer], 0, raw));
-    const enc = device.createCommandEncoder();
-    const pass = enc.beginComputePass();
-    plan.dispatches.forEach((d, i) => {
-      pass.setPipeline(this.pipelines[d.kernel]);
-      pass.setBindGroup(0, this.bindGroups[i]);
-      pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+    await this.#scoped('the call', () => {
+      raws.forEach((raw, i) => device.queue.writeBuffer(this.buffers[plan.inputs[i].buffer], 0, raw));
+      const enc = device.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      plan.dispatches.forEach((d, i) => {
+        pass.setPipeline(this.pipelines[d.kernel]);
+        pass.setBindGroup(0, this.bindGroups[i]);
+        pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+      });
+      pass.end();
+      plan.outputs.forEach((o, j) => enc.copyBufferToBuffer(this.buffers[o.buffer], 0, this.staging[j], 0, this.staging[j].size));
+      device.queue.submit([enc.finish()]);
     });
-    pass.end();
-    plan.outputs.forEach((o, j) => enc.copyBufferToBuffer(this.buffers[o.buffer], 0, this.staging[j], 0, this.staging[j].size));
-    device.queue.submit([enc.finish()]);
-    const err = await device.popErrorScope();
-    if (err) throw new PlanError(`the GPU refused the call: ${err.message}`);
     try {
       await Promise.all(this.staging.map((s) => s.mapAsync(GPUMapMode.READ)));
     } catch (err) {

@@ -240,7 +240,7 @@ describe('errors surface as typed errors in the page', () => {
     assert.match(errs.missing.message, /HTTP 404/);
   });
 
-  test('a plan beyond the adapter limits is an AdapterLimitsError; a bad kernel is a PlanError', LONG, async () => {
+  test('a plan beyond the adapter limits is an AdapterLimitsError; bad kernels and bindings are PlanErrors', LONG, async () => {
     const entry = manifest.synthetic.find((e) => e.name === 'handmade_bool_constant');
     const errs = await page.evaluate(async (e) => {
       const plan = await (await fetch(`/${e.plan}`)).json();
@@ -251,7 +251,13 @@ describe('errors surface as typed errors in the page', () => {
       bad.kernels[0].wgsl = bad.kernels[0].wgsl.replace('i32(a[g.x])', 'i32(a[g.x] + nope)');
       const malformed = structuredClone(plan);
       malformed.dispatches[0].bindings = [0, 1, 7];
+      const aliased = structuredClone(plan); // one buffer read and written by one dispatch
+      aliased.dispatches[0].bindings = [1, 1, 2];
+      const program = await suite.webpte.loadProgram(blob, { plan: aliased });
+      const refused = await suite.errorOf(program.run([]));
+      await program.dispose();
       return {
+        refused,
         big: await suite.errorOf(suite.webpte.loadProgram(blob, { plan: big })),
         bad: await suite.errorOf(suite.webpte.loadProgram(blob, { plan: bad })),
         malformed: await suite.errorOf(suite.webpte.loadProgram(blob, { plan: malformed })),
@@ -264,6 +270,8 @@ describe('errors surface as typed errors in the page', () => {
     assert.match(errs.bad.message, /kernel handmade failed to compile/);
     assert.equal(errs.malformed?.name, 'PlanError', JSON.stringify(errs.malformed));
     assert.match(errs.malformed.message, /binding 2 names buffer 7/);
+    assert.equal(errs.refused?.name, 'PlanError', JSON.stringify(errs.refused));
+    assert.match(errs.refused.message, /the GPU refused the call/);
   });
 
   test('a decoder refuses input_pos past its context', LONG, async (t) => {
