@@ -229,4 +229,6 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     return Plan(method=method, buffers=buffers, kernels=L.kernels, dispatches=L.dispatches,
                 inputs=inputs, outputs=outputs,
                 state=[b.id for b in buffers if b.role == "state"], limits=limits,
-                max_context=max_context, features=sorted(L.features))
+                max_context=max_context,
+                features=sorted(f for f in L.features
+                                if any(f"requires {f}" in k.wgsl for k in L.kernels)))

@@ -66,7 +66,7 @@ class Plan:
     state: list[int] = field(default_factory=list)     # buffers zeroed by reset()
     limits: dict[str, int] = field(default_factory=dict)
     max_context: int | None = None                     # decoder: input_pos + rows bound
-    features: list[str] = field(default_factory=list)  # WGSL language features the kernels use
+    features: list[str] = field(default_factory=list)  # WGSL language features its kernels require
     version: int = PLAN_VERSION
 
     def memory(self) -> dict[str, int]:
