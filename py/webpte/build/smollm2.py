@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import sys
@@ -113,12 +114,13 @@ def _dev_imports():
 
 
 class _Steps:
+    """Progress lines: one per finished step with its seconds."""
+
     def __init__(self, log: Callable[[str], None]):
-        self.log, self.t0, self.times = log, time.perf_counter(), {}
+        self.log, self.t0 = log, time.perf_counter()
 
     def done(self, step: str, t: float, detail: str = "") -> None:
         s = time.perf_counter() - t
-        self.times[step] = s
         self.log(f"[build smollm2] {step}: {s:.1f}s{' - ' + detail if detail else ''}")
 
 
@@ -155,7 +157,6 @@ def build_smollm2(folder: str | os.PathLike, *, log: Callable[[str], None] | Non
     import numpy as np
 
     from ..host.embeddings import quantize_table
-    from ..host.files import FORMAT, META_NAME, sha256_file
     from ..host.prompt import ChatFormat
 
     folder = Path(folder).expanduser().resolve()
@@ -213,22 +214,12 @@ def build_smollm2(folder: str | os.PathLike, *, log: Callable[[str], None] | Non
 
         t = time.perf_counter()
         dm.register_linear_q8ta_q8csw_meta()
-        _quiet_export_logs()
-        with warnings.catch_warnings():  # torch/executorch deprecation notices, not ours
-            warnings.simplefilter("ignore", FutureWarning)
+        with _quiet_export():
             ed.export_program(decoder, "smollm2_135m_q8", tmp / DECODER)
         steps.done("export", t, f"{(tmp / DECODER).stat().st_size / 2**20:.1f} MiB")
 
         t = time.perf_counter()
-        names = [DECODER, EMBED_TOKENS, EMBED_SCALES] + sorted(
-            f"{TOKENIZER}/{p.name}" for p in (tmp / TOKENIZER).iterdir())
-        meta = {"format": FORMAT, "name": MODEL_NAME, "decoder": DECODER, "vision": None,
-                "embed_tokens": EMBED_TOKENS, "embed_scales": EMBED_SCALES,
-                "tokenizer": TOKENIZER, "hidden_size": config.dim, "sink_token": SINK_TOKEN,
-                "stop_tokens": [STOP_TOKEN],
-                "sha256": {n: sha256_file(tmp / n) for n in names},
-                "source": {"gguf": gguf_path.name, "sha256": sha256_file(gguf_path)}}
-        (tmp / META_NAME).write_text(json.dumps(meta, indent=2) + "\n")
+        _write_meta(tmp, config.dim, gguf_path)
         _replace_folder(tmp, folder)
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         steps.done("write folder", t, f"{folder} ({size / 2**20:.1f} MiB)")
@@ -238,10 +229,25 @@ def build_smollm2(folder: str | os.PathLike, *, log: Callable[[str], None] | Non
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _write_meta(tmp: Path, hidden_size: int, gguf_path: Path) -> None:
+    """webpte_model.json naming every file with its sha256, and where the weights came from."""
+    from ..host.files import FORMAT, META_NAME, sha256_file
+
+    names = [DECODER, EMBED_TOKENS, EMBED_SCALES] + sorted(
+        f"{TOKENIZER}/{p.name}" for p in (tmp / TOKENIZER).iterdir())
+    meta = {"format": FORMAT, "name": MODEL_NAME, "decoder": DECODER, "vision": None,
+            "embed_tokens": EMBED_TOKENS, "embed_scales": EMBED_SCALES, "tokenizer": TOKENIZER,
+            "hidden_size": hidden_size, "sink_token": SINK_TOKEN, "stop_tokens": [STOP_TOKEN],
+            "sha256": {n: sha256_file(tmp / n) for n in names},
+            "source": {"gguf": gguf_path.name, "sha256": sha256_file(gguf_path)}}
+    (tmp / META_NAME).write_text(json.dumps(meta, indent=2) + "\n")
+
+
 def _check_config(config, model, table) -> None:
     facts = {"dim": "llama.embedding_length", "n_layers": "llama.block_count",
              "n_heads": "llama.attention.head_count", "n_kv_heads": "llama.attention.head_count_kv",
-             "hidden_dim": "llama.feed_forward_length", "rope_theta": "llama.rope.freq_base"}
+             "hidden_dim": "llama.feed_forward_length", "rope_theta": "llama.rope.freq_base",
+             "head_dim": "llama.rope.dimension_count", "vocab_size": "llama.vocab_size"}
     wrong = [f"{k}: recipe {getattr(config, k)}, GGUF {model.value(key)}"
              for k, key in facts.items() if float(getattr(config, k)) != float(model.value(key))]
     if table.shape != (config.vocab_size, config.dim):
@@ -274,10 +280,18 @@ def _native_stderr_silenced() -> Iterator[None]:
                 print("\n".join(lines[-40:]), file=sys.stderr)
 
 
-def _quiet_export_logs() -> None:
-    import logging
-
-    logging.getLogger().setLevel(logging.WARNING)
+@contextlib.contextmanager
+def _quiet_export() -> Iterator[None]:
+    """torch/executorch INFO logs and deprecation notices are not the user's business."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        root.setLevel(level)
 
 
 def _remove_stale_partials(folder: Path) -> None:
