@@ -81,3 +81,114 @@ def test_features_reach_the_planner(path):
     out = json.loads(plan_program(data, "forward", feats))
     assert json.dumps(out["plan"], separators=(",", ":")) == \
         plan_method(read_program(data), "forward", frozenset(feats)).to_json()
+
+
+# The page's model path: manifest of a folder, and a conversation driven by the turn decisions.
+
+SMOLLM2_CONFIG = {
+    "bos_token": "<|im_start|>", "eos_token": "<|im_end|>",
+    "chat_template": "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+                     "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+                     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"}
+VOCAB = {"<|endoftext|>": 0, "<|im_start|>": 1, "<|im_end|>": 2}
+
+
+def _session(max_context=64, vocab=VOCAB):
+    from webpte.web_glue import ChatSession
+
+    manifest = json.dumps({"sink_token": "<|im_start|>", "stop_tokens": ["<|im_end|>"]})
+    s = ChatSession(manifest, json.dumps(SMOLLM2_CONFIG), lambda t: vocab.get(t, -1), 4,
+                    max_context)
+    return s, json.loads(s.setup())
+
+
+def _ok(answer):
+    out = json.loads(answer)
+    assert "ok" in out, out
+    return out["ok"]
+
+
+def _logits(best, n=10):
+    return [0.5] * best + [2.0] + [0.5] * (n - best - 1)
+
+
+def test_model_manifest_names_files_and_pins():
+    from webpte.host.files import SMOLVLM_FILES
+    from webpte.web_glue import model_manifest
+
+    meta = {"format": "webpte-model/1", "name": "m", "decoder": "d.pte", "vision": None,
+            "embed_tokens": "e.bin", "embed_scales": "s.bin", "tokenizer": "tok",
+            "stop_tokens": ["<|im_end|>"], "sha256": {"d.pte": "ab" * 32}}
+    out = _ok(model_manifest("webpte_model.json", json.dumps(meta)))
+    assert out["layout"] == "webpte" and out["stop_tokens"] == ["<|im_end|>"]
+    files = {f["name"]: f for f in out["files"]}
+    assert set(files) == {"webpte_model.json", "d.pte", "e.bin", "s.bin", "tok/tokenizer.json",
+                          "tok/tokenizer_config.json"}
+    assert files["d.pte"]["sha256"] == "ab" * 32 and files["e.bin"]["sha256"] is None
+    assert files["d.pte"]["role"] == "decoder"
+    vlm = _ok(model_manifest("vlm_meta.json", None))
+    assert vlm["layout"] == "smolvlm"
+    assert {f["name"]: (f["size"], f["sha256"]) for f in vlm["files"]} == SMOLVLM_FILES
+    bad = json.loads(model_manifest("webpte_model.json", json.dumps({"format": "x"})))["error"]
+    assert bad["name"] == "ModelFolderError" and len(bad["problems"]) == 4
+    assert json.loads(model_manifest("webpte_model.json", "{"))["error"]["name"] == "InputError"
+
+
+def test_chat_session_follows_the_turn_decisions():
+    s, facts = _session()
+    assert facts["ok"] == {"sink_id": 1, "stop_ids": [2], "image_id": None, "image_rows": 64}
+    assert _ok(s.render("Hi")) == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    ids = [1, 5, 6, 7, 8, 9]
+    assert _ok(s.begin("Hi", False, ids, json.dumps({"max_new_tokens": 3}))) == \
+        {"reuse": 0, "starts": [0, 2]}
+    _ok(s.prefilled())
+    assert _ok(s.step(_logits(4))) == {"token": 4, "start": 3}   # window 3..6 feeds position 6
+    assert _ok(s.step(_logits(3))) == {"token": 3, "start": 4}
+    assert s.cached == ids + [4]
+    assert _ok(s.step(_logits(2))) == {"stop": "stop_token"}
+    _ok(s.finish(" ab "))
+    assert s.turns[-1].text == "ab" and s.cached == ids + [4, 3]
+    # a follow-up reuses the common prefix
+    follow = ids + [4, 3, 2, 7, 7, 7]
+    assert _ok(s.begin("More", False, follow, "{}"))["reuse"] == 8
+    _ok(s.finish(""))                 # stopped before its prompt ran: nothing joins
+    assert len(s.turns) == 2 and s.cached == ids + [4, 3]
+
+
+def test_chat_session_errors_are_typed_data():
+    s, _ = _session(max_context=8)
+    full = json.loads(s.begin("Hi", False, [1] + [5] * 8, "{}"))["error"]
+    assert full["name"] == "ContextFullError" and "reset" in full["message"]
+    sink = json.loads(s.begin("Hi", False, [5, 6, 7, 8], "{}"))["error"]
+    assert sink["name"] == "InputError" and "attention-sink" in sink["message"]
+    bad = json.loads(s.begin("Hi", False, [1, 5, 6, 7], json.dumps({"top_p": 0})))["error"]
+    assert bad["name"] == "InputError" and "top_p" in bad["message"]
+    _ok(s.begin("Hi", False, [1, 5, 6, 7], json.dumps({"max_new_tokens": 9})))
+    _ok(s.prefilled())
+    for _ in range(4):
+        _ok(s.step(_logits(5)))
+    assert _ok(s.step(_logits(5))) == {"stop": "context_full"}
+    _, no_sink = _session(vocab={"<|im_end|>": 2})
+    err = no_sink["error"]
+    assert err["name"] == "InputError" and "<|im_start|>" in err["message"]
+
+
+def test_chat_session_samples_like_the_native_sampler():
+    from webpte.host.sampling import Sampler, SamplingOptions
+
+    s, _ = _session()
+    opts = {"temperature": 0.8, "top_k": 5, "top_p": 0.9, "repetition_penalty": 1.3, "seed": 7}
+    ids = [1, 5, 6, 7]
+    _ok(s.begin("Hi", False, ids, json.dumps({**opts, "max_new_tokens": 6})))
+    _ok(s.prefilled())
+    ref = Sampler(SamplingOptions(**opts))
+    history = list(ids)
+    rows = [[((i * 7 + j * 3) % 11) / 3 for j in range(12)] for i in range(6)]
+    for row in rows:
+        got = _ok(s.step(row))
+        want = ref(row, history)
+        if want == 2:
+            assert got == {"stop": "stop_token"}
+            break
+        assert got["token"] == want
+        history.append(want)

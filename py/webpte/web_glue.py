@@ -1,8 +1,11 @@
 """What the page's worker (web/worker.js) calls in Pyodide: read a program from byte ranges
-the worker serves on demand and plan one method. Imports neither numpy nor wgpu.
+the worker serves on demand and plan one method; say what a model folder holds; hold a
+conversation's host-contract state (chat template, turn decisions, sampler). Imports neither
+numpy, wgpu nor tokenizers.
 
 The file stays in a JS ArrayBuffer; Python only asks for the ranges the reader needs (the
-flatbuffer regions), so the weights never enter the wasm heap.
+flatbuffer regions), so the weights never enter the wasm heap. Tokens and embeddings are the
+worker's (JS); Python gets token ids and, per generated token, the logits of one row.
 """
 
 from __future__ import annotations
@@ -12,10 +15,14 @@ import time
 from collections.abc import Callable
 
 from .errors import InputError, WebpteError
+from .host.files import folder_manifest
+from .host.prompt import IMAGE_TOKEN, ChatTemplate, Turn
+from .host.sampling import Sampler, SamplingOptions
+from .host.turn import decode_window_start, make_contract, prefill_windows, stop_reason
 from .program import _position_input, plan_method
 from .pte import read_program
 
-__all__ = ["RangeSource", "plan_program"]
+__all__ = ["ChatSession", "RangeSource", "model_manifest", "plan_program"]
 
 
 class RangeSource:
@@ -48,6 +55,20 @@ class RangeSource:
         return self[index:index + 1][0]
 
 
+def _error(e: WebpteError) -> str:
+    return json.dumps({"error": {"name": type(e).__name__, "message": str(e),
+                                 "ops": list(getattr(e, "ops", [])),
+                                 "problems": list(getattr(e, "problems", []))}})
+
+
+def _answer(fn: Callable[[], object]) -> str:
+    """`{"ok": fn()}` as JSON, or `{"error": {...}}` for a webpte error."""
+    try:
+        return json.dumps({"ok": fn()})
+    except WebpteError as e:
+        return _error(e)
+
+
 def plan_program(source, method: str = "forward", features=()) -> str:
     """Plan `method` of the program in `source` (bytes or a `RangeSource`) for a device with
     the WGSL language `features` (in the page: `navigator.gpu.wgslLanguageFeatures`).
@@ -64,11 +85,147 @@ def plan_program(source, method: str = "forward", features=()) -> str:
                              f"{sorted(prog.methods)}")
         plan = plan_method(prog, method, frozenset(str(f) for f in features))
     except WebpteError as e:
-        return json.dumps({"error": {"name": type(e).__name__, "message": str(e),
-                                     "ops": list(getattr(e, "ops", []))}})
+        return _error(e)
     plan_ms = (time.perf_counter() - t0) * 1e3
     pos = _position_input(plan)
     return ('{"plan":' + plan.to_json()
             + f',"position_input":{json.dumps(list(pos) if pos else None)}'
             + f',"bytes_read":{getattr(source, "bytes_read", len(source))}'
             + f',"plan_ms":{plan_ms:.3f}}}')
+
+
+def model_manifest(meta_name: str, meta_text: str | None, where: str = "the model folder") -> str:
+    """The files of a model folder and their pinned sha256 values (webpte.host.files), from
+    its meta file: `webpte_model.json` (text in `meta_text`) or `vlm_meta.json` (SmolVLM)."""
+    def run():
+        meta = None
+        if meta_name != "vlm_meta.json" and meta_text is not None:
+            try:
+                meta = json.loads(meta_text)
+            except ValueError as e:
+                raise InputError(f"{where}: {meta_name} is not valid JSON ({e}); fix or "
+                                 f"re-download it") from e
+        return folder_manifest(meta_name, meta, where)
+    return _answer(run)
+
+
+class _Turn:
+    """The turn being generated: its conversation, prompt ids and sampling state."""
+
+    def __init__(self, turns, ids, reuse, sampler, max_new_tokens):
+        self.turns, self.ids, self.reuse = turns, ids, reuse
+        self.sampler, self.max_new_tokens = sampler, max_new_tokens
+        self.prefilled = False
+        self.generated: list[int] = []
+        self.pending: int | None = None   # sampled, not yet fed through the decoder
+
+
+class ChatSession:
+    """One conversation in the page, mirroring webpte.host.session.Session with the same
+    decisions (webpte.host.turn, Sampler, ChatTemplate); the worker tokenizes, embeds and runs
+    the windows. Every method answers JSON `{"ok": ...}` or `{"error": {...}}`.
+
+    `token_id(text)` looks a token up in the worker's tokenizer (a negative id: not there).
+    """
+
+    def __init__(self, manifest_json: str, config_text: str, token_id, rows: int,
+                 max_context: int):
+        self.manifest = json.loads(manifest_json)
+        self.config_text = config_text
+        self.rows, self.max_context = int(rows), int(max_context)
+        self._token_id = token_id
+        self.chat = self.contract = self.image_id = None
+        self.turns: list[Turn] = []
+        self.cached: list[int] = []   # token id at each position whose K/V is valid
+        self.turn: _Turn | None = None
+
+    def token_id(self, token: str) -> int | None:
+        tid = self._token_id(token)
+        return None if tid is None or int(tid) < 0 else int(tid)
+
+    def setup(self) -> str:
+        """Check the folder's facts against the tokenizer; `{sink_id, stop_ids, image_id,
+        image_rows}`."""
+        def run():
+            try:
+                config = json.loads(self.config_text)
+            except ValueError as e:
+                raise InputError(f"tokenizer_config.json is not valid JSON ({e})") from e
+            self.image_id = self.token_id(IMAGE_TOKEN)
+            self.chat = ChatTemplate(config, has_images=self.image_id is not None)
+            m = self.manifest
+            self.contract = make_contract(self.token_id, self.rows, self.max_context,
+                                          m["sink_token"], m["stop_tokens"])
+            return {"sink_id": self.contract.sink_id, "stop_ids": sorted(self.contract.stop_ids),
+                    "image_id": self.image_id, "image_rows": self.chat.image_rows}
+        return _answer(run)
+
+    def render(self, question: str, image: bool = False) -> str:
+        """The prompt text of the conversation so far plus this question."""
+        return _answer(lambda: self.chat.render(
+            self.turns + [Turn("user", str(question), bool(image))], add_generation_prompt=True))
+
+    def begin(self, question: str, image: bool, ids, options_json: str) -> str:
+        """Start a turn whose prompt tokenizes to `ids`: `{reuse, starts}` (positions kept from
+        earlier turns, window starts to feed). Raises ContextFullError, or InputError when the
+        prompt does not start with the attention sink."""
+        def run():
+            opts = json.loads(options_json)
+            try:
+                sampling = SamplingOptions(
+                    temperature=float(opts.get("temperature", 0.0)),
+                    top_k=int(opts.get("top_k", 0)), top_p=float(opts.get("top_p", 1.0)),
+                    repetition_penalty=float(opts.get("repetition_penalty", 1.0)),
+                    seed=None if opts.get("seed") is None else int(opts["seed"]))
+            except ValueError as e:
+                raise InputError(f"generate(): {e}") from e
+            max_new = int(opts.get("max_new_tokens", 256))
+            if max_new < 0:
+                raise InputError(f"maxNewTokens must be >= 0, got {max_new}")
+            ids_list = [int(i) for i in (ids.to_py() if hasattr(ids, "to_py") else ids)]
+            turns = self.turns + [Turn("user", str(question), bool(image))]
+            reuse, starts = prefill_windows(self.cached, ids_list, self.contract)
+            self.turn = _Turn(turns, ids_list, reuse, Sampler(sampling), max_new)
+            self.cached = self.cached[:reuse]  # rows past the prefix are rewritten from here on
+            return {"reuse": reuse, "starts": starts}
+        return _answer(run)
+
+    def prefilled(self) -> str:
+        """The prompt's windows ran: the turn joins the conversation."""
+        t = self.turn
+        t.prefilled = True
+        self.turns, self.cached = t.turns, list(t.ids)
+        return _answer(lambda: None)
+
+    def step(self, logits) -> str:
+        """The next decision given the newest row's logits: `{"token", "start"}` (emit the
+        token, feed the window at start) or `{"stop": reason}`."""
+        t = self.turn
+        if t.pending is not None:   # the previous token went through the decoder
+            self.cached.append(t.pending)
+            t.pending = None
+        c = self.contract
+        reason = stop_reason(None, len(t.generated), len(self.cached), t.max_new_tokens, c)
+        if reason is None:
+            if hasattr(logits, "to_py"):   # a JS Float32Array: one copy, then plain floats
+                logits = logits.to_py().tolist()
+            token = t.sampler(logits, self.cached)
+            reason = stop_reason(token, len(t.generated), len(self.cached), t.max_new_tokens, c)
+        if reason is not None:
+            return json.dumps({"ok": {"stop": reason}})
+        t.generated.append(token)
+        t.pending = token
+        return json.dumps({"ok": {"token": token,
+                                  "start": decode_window_start(len(self.cached) + 1, c)}})
+
+    def finish(self, answer: str) -> str:
+        """End the turn: the answer (decoded by the worker) joins the conversation. A turn
+        stopped before its prompt was fed leaves the conversation as it was."""
+        t, self.turn = self.turn, None
+        if t is not None and t.prefilled:
+            self.turns = t.turns + [Turn("assistant", str(answer).strip())]
+        return _answer(lambda: None)
+
+    def reset(self) -> str:
+        self.turns, self.cached, self.turn = [], [], None
+        return _answer(lambda: None)

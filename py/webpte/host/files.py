@@ -101,41 +101,105 @@ def resolve_model_folder(folder: str | os.PathLike, *, verify: bool = True) -> M
         f"(smolvlm_decoder_q8.pte, vlm_meta.json, ...) are there"])
 
 
-def _tokenizer_problems(folder: Path, tok: Path) -> list[str]:
-    out = []
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        if not (tok / name).is_file():
-            out.append(f"missing {tok.relative_to(folder) / name}")
-    return out
+@dataclass(frozen=True)
+class FileSpec:
+    """One file of a model folder: path relative to the folder (always with `/`), what it is,
+    and its size and sha256 when they are pinned."""
+
+    name: str
+    role: str  # meta, decoder, vision, embed_tokens, embed_scales, tokenizer, tokenizer_config
+    size: int | None = None
+    sha256: str | None = None
 
 
-def _webpte_layout(folder: Path, verify: bool) -> ModelFiles:
-    problems: list[str] = []
-    try:
-        meta = json.loads((folder / META_NAME).read_text())
-    except (OSError, ValueError) as e:
-        raise ModelFolderError(folder, [f"{META_NAME} is not valid JSON: {e}"]) from e
+TOKENIZER_FILES = (("tokenizer.json", "tokenizer"), ("tokenizer_config.json", "tokenizer_config"))
+_WEBPTE_ROLES = (("decoder", True), ("vision", False), ("embed_tokens", True),
+                 ("embed_scales", True))
+
+
+def webpte_manifest(meta: dict) -> tuple[list[FileSpec], list[str]]:
+    """The files a `webpte_model.json` names (with its sha256 values) and the problems of the
+    meta itself. Reads no file: the page uses it before fetching anything."""
+    problems = []
     if meta.get("format") != FORMAT:
         problems.append(f"{META_NAME} format is {meta.get('format')!r}, expected {FORMAT!r}")
-
-    def path(key, required=True):
+    digests = meta.get("sha256") or {}
+    specs = []
+    for key, required in _WEBPTE_ROLES:
         name = meta.get(key)
         if name is None:
             if required:
                 problems.append(f"{META_NAME} does not name its {key!r} file")
-            return None
-        p = folder / name
-        if not p.exists():
-            problems.append(f"missing {name} ({key})")
-        return p
+            continue
+        specs.append(FileSpec(name, key, None, digests.get(name)))
+    tok = str(meta.get("tokenizer", "tokenizer")).rstrip("/")
+    for file, role in TOKENIZER_FILES:
+        name = f"{tok}/{file}"
+        specs.append(FileSpec(name, role, None, digests.get(name)))
+    return specs, problems
+
+
+def smolvlm_manifest() -> list[FileSpec]:
+    """The published SmolVLM files with their pinned sizes and sha256 values."""
+    roles = {"smolvlm_vision_q8.pte": "vision", "smolvlm_decoder_q8.pte": "decoder",
+             "embed_tokens.i8.bin": "embed_tokens", "embed_tokens.scale.f32.bin": "embed_scales",
+             "vlm_meta.json": "meta", "tokenizer/tokenizer.json": "tokenizer",
+             "tokenizer/tokenizer_config.json": "tokenizer_config",
+             "tokenizer/special_tokens_map.json": "special_tokens_map"}
+    return [FileSpec(name, roles[name], size, digest)
+            for name, (size, digest) in SMOLVLM_FILES.items()]
+
+
+def folder_manifest(meta_name: str, meta: dict | None = None, where: str = "the model folder"
+                    ) -> dict:
+    """What the page needs to fetch and check a model folder known by its meta file:
+    `{"layout", "name", "files": [FileSpec fields], "sink_token", "stop_tokens",
+    "hidden_size"}`. `meta_name` is `webpte_model.json` (its parsed content in `meta`) or
+    `vlm_meta.json` (the published SmolVLM layout). Raises ModelFolderError."""
+    if meta_name == META_NAME:
+        if not isinstance(meta, dict):
+            raise ModelFolderError(where, [f"{META_NAME} is not a JSON object"])
+        specs, problems = webpte_manifest(meta)
+        if problems:
+            raise ModelFolderError(where, problems)
+        out = {"layout": "webpte", "name": meta.get("name", "model"),
+               "files": [FileSpec(META_NAME, "meta")] + specs,
+               "sink_token": meta.get("sink_token", "<|im_start|>"),
+               "stop_tokens": list(meta.get("stop_tokens", [])),
+               "hidden_size": meta.get("hidden_size")}
+    elif meta_name == "vlm_meta.json":
+        out = {"layout": "smolvlm", "name": "SmolVLM-500M-Instruct", "files": smolvlm_manifest(),
+               "sink_token": "<|im_start|>", "stop_tokens": ["<end_of_utterance>"],
+               "hidden_size": SMOLVLM_HIDDEN}
+    else:
+        raise ModelFolderError(where, [
+            f"neither {META_NAME} (a webpte model folder) nor the published SmolVLM files "
+            f"(smolvlm_decoder_q8.pte, vlm_meta.json, ...) are there"])
+    out["files"] = [vars(f) for f in out["files"]]
+    return out
+
+
+def _webpte_layout(folder: Path, verify: bool) -> ModelFiles:
+    try:
+        meta = json.loads((folder / META_NAME).read_text())
+    except (OSError, ValueError) as e:
+        raise ModelFolderError(folder, [f"{META_NAME} is not valid JSON: {e}"]) from e
+    specs, problems = webpte_manifest(meta)
+    for spec in specs:
+        if not (folder / spec.name).exists():
+            tokenizer_file = spec.role.startswith("tokenizer")
+            problems.append(f"missing {spec.name}" + ("" if tokenizer_file else f" ({spec.role})"))
+
+    def path(key):
+        name = meta.get(key)
+        return None if name is None else folder / name
 
     files = ModelFiles(
         folder=folder, name=meta.get("name", folder.name), decoder=path("decoder"),
-        vision=path("vision", required=False), embed_tokens=path("embed_tokens"),
+        vision=path("vision"), embed_tokens=path("embed_tokens"),
         embed_scales=path("embed_scales"), tokenizer=folder / meta.get("tokenizer", "tokenizer"),
         hidden_size=meta.get("hidden_size"), sink_token=meta.get("sink_token", "<|im_start|>"),
         stop_tokens=list(meta.get("stop_tokens", [])), meta=meta, layout="webpte")
-    problems += _tokenizer_problems(folder, files.tokenizer)
     if verify and not problems:
         for name, want in meta.get("sha256", {}).items():
             if sha256_file(folder / name) != want:

@@ -9,7 +9,7 @@ from ..errors import InputError
 from .embeddings import EmbeddingTable
 from .files import ModelFiles, resolve_model_folder
 from .prompt import IMAGE_TOKEN, ChatFormat
-from .turn import Contract
+from .turn import make_contract
 
 
 class Model:
@@ -32,15 +32,12 @@ class Model:
         self.vocab = int(self.decoder.plan.outputs[0].shape[-1])
         self.embeddings = EmbeddingTable(files.embed_tokens, files.embed_scales, self.hidden)
         self.chat = ChatFormat(files.tokenizer)
-        self.sink_id = self.chat.token_id(files.sink_token)
-        stops = files.stop_tokens or ["<end_of_utterance>", "<|im_end|>"]
-        self.stop_ids = {i for t in stops if (i := self.chat.token_id(t, required=False))
-                         is not None}
-        if not self.stop_ids:
-            raise InputError(f"none of the stop tokens {stops} is in the tokenizer")
+        self.contract = make_contract(lambda t: self.chat.token_id(t, required=False),
+                                      self.rows, self.max_context, files.sink_token,
+                                      files.stop_tokens)
+        self.sink_id = self.contract.sink_id
+        self.stop_ids = set(self.contract.stop_ids)
         self.image_id = self.chat.token_id(IMAGE_TOKEN, required=False)
-        self.contract = Contract(self.rows, self.max_context, self.sink_id, files.sink_token,
-                                 frozenset(self.stop_ids))
         self.vision = Program(files.vision) if files.vision else None
 
     @property

@@ -49,36 +49,30 @@ def _raise(message):
     raise TemplateError(f"chat template: {message}")
 
 
-class ChatFormat:
-    """Renders conversations with the model's template and tokenizes them."""
+class ChatTemplate:
+    """Renders conversations with the model's chat template (sandboxed jinja2).
 
-    def __init__(self, tokenizer_dir: str | Path, *, image_rows: int = IMAGE_ROWS):
-        from tokenizers import Tokenizer
+    Needs no tokenizer, so the page (Pyodide) renders prompts with it and tokenizes in JS.
+    `config` is tokenizer_config.json; `has_images` says whether the tokenizer has `<image>`.
+    """
 
-        tokenizer_dir = Path(tokenizer_dir)
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
-        cfg_path = tokenizer_dir / "tokenizer_config.json"
-        self.config = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
-        template = self.config.get("chat_template")
+    def __init__(self, config: dict, *, has_images: bool, image_rows: int = IMAGE_ROWS,
+                 source: str = "tokenizer_config.json"):
+        self.config = config
+        template = config.get("chat_template")
         if isinstance(template, list):  # named templates: take "default"
             template = next((t["template"] for t in template if t.get("name") == "default"),
                             None)
-        self.has_images = self.token_id(IMAGE_TOKEN, required=False) is not None
+        self.has_images = has_images
         if template is None:
-            if not self.has_images:
-                raise TemplateError(f"{cfg_path} has no chat_template")
+            if not has_images:
+                raise TemplateError(f"{source} has no chat_template")
             template = SMOLVLM_TEMPLATE
         self.list_content = "['type']" in template or '["type"]' in template
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         env.globals["raise_exception"] = _raise
         self.template = env.from_string(template)
         self.image_rows = image_rows
-
-    def token_id(self, token: str, required: bool = True) -> int | None:
-        tid = self.tokenizer.token_to_id(token)
-        if tid is None and required:
-            raise InputError(f"the tokenizer has no token {token!r}")
-        return tid
 
     def render(self, turns: list[Turn], add_generation_prompt: bool = True) -> str:
         messages = []
@@ -107,6 +101,26 @@ class ChatFormat:
             return text
         expanded = FAKE_AROUND + GLOBAL_IMG + IMAGE_TOKEN * self.image_rows + FAKE_AROUND
         return text.replace(IMAGE_TOKEN, expanded)
+
+
+class ChatFormat(ChatTemplate):
+    """Renders conversations with the model's template and tokenizes them (Rust `tokenizers`)."""
+
+    def __init__(self, tokenizer_dir: str | Path, *, image_rows: int = IMAGE_ROWS):
+        from tokenizers import Tokenizer
+
+        tokenizer_dir = Path(tokenizer_dir)
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+        cfg_path = tokenizer_dir / "tokenizer_config.json"
+        config = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
+        super().__init__(config, image_rows=image_rows, source=str(cfg_path),
+                         has_images=self.token_id(IMAGE_TOKEN, required=False) is not None)
+
+    def token_id(self, token: str, required: bool = True) -> int | None:
+        tid = self.tokenizer.token_to_id(token)
+        if tid is None and required:
+            raise InputError(f"the tokenizer has no token {token!r}")
+        return tid
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids

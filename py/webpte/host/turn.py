@@ -3,6 +3,7 @@ the page's worker both drive their decoders with these, so the contract exists o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -18,6 +19,23 @@ class Contract:
     sink_id: int              # token that must sit at position 0 (<|im_start|>)
     sink_token: str
     stop_ids: frozenset[int]
+
+
+DEFAULT_STOP_TOKENS = ("<end_of_utterance>", "<|im_end|>")
+
+
+def make_contract(token_id: Callable[[str], int | None], rows: int, max_context: int,
+                  sink_token: str, stop_tokens=()) -> Contract:
+    """The contract of a decoder taking `rows`-row windows over `max_context` positions, with
+    token ids looked up by `token_id` (None when the tokenizer lacks the token)."""
+    sink_id = token_id(sink_token)
+    if sink_id is None:
+        raise InputError(f"the tokenizer has no token {sink_token!r}")
+    stops = list(stop_tokens) or list(DEFAULT_STOP_TOKENS)
+    stop_ids = frozenset(i for t in stops if (i := token_id(t)) is not None)
+    if not stop_ids:
+        raise InputError(f"none of the stop tokens {stops} is in the tokenizer")
+    return Contract(int(rows), int(max_context), sink_id, sink_token, stop_ids)
 
 
 def check_sink(ids: list[int], c: Contract) -> None:
