@@ -71,3 +71,20 @@ web: web-deps
 test-web: web venv
 	node --test tests/js/
 	node --test --test-concurrency=1 tests/browser/
+
+# The demo: a static site in dist/ (index.html, demo/, sw.js, and the built SmolLM2 folder as
+# models/smollm2/), served on 127.0.0.1. `make demo` sets everything up and prints the URL.
+.PHONY: demo demo-build test-demo
+DEMO_PORT ?= 8000
+
+demo-build: web venv
+	@MODEL=$$(set -o pipefail; $(BIN)/python -c \
+	    "from webpte.build.smollm2 import ensure_smollm2; print(ensure_smollm2())" | tail -n 1) && \
+	  node demo/build.mjs --model "$$MODEL"
+
+demo: setup demo-build
+	node demo/serve.mjs --port $(DEMO_PORT)
+
+test-demo: demo-build
+	node --test tests/demo/unit.test.mjs
+	node --test --test-concurrency=1 tests/demo/page.test.mjs

@@ -1,0 +1,79 @@
+// A tiny static server for the demo: 127.0.0.1 only, no listing, no server logic.
+//   node demo/serve.mjs [--root dist] [--port 8000]
+// Tests import serveStatic() to add virtual files and count requests.
+import { createServer } from 'node:http';
+import { createReadStream, statSync } from 'node:fs';
+import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.mjs': 'text/javascript',
+  '.css': 'text/css', '.json': 'application/json', '.wasm': 'application/wasm',
+  '.zip': 'application/zip', '.whl': 'application/zip', '.png': 'image/png',
+  '.jpg': 'image/jpeg', '.svg': 'image/svg+xml', '.txt': 'text/plain',
+};
+
+/**
+ * Serve `root` (and `files`: {"/url/path": Buffer | "/abs/file"}, which win over it) on
+ * 127.0.0.1. Resolves to {url, hits, close}; `hits` counts requests by path.
+ * @param {{root: string, port?: number, files?: Record<string, Buffer | string>, cache?: string}} options
+ */
+export function serveStatic({ root, port = 0, files = {}, cache = 'no-cache' }) {
+  root = resolve(root);
+  const hits = new Map();
+  const server = createServer((req, res) => {
+    let path;
+    try {
+      path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    } catch {
+      return void res.writeHead(400).end();
+    }
+    hits.set(path, (hits.get(path) ?? 0) + 1);
+    if (path.endsWith('/')) path += 'index.html';
+    const headers = (name, size) => ({
+      'content-type': TYPES[extname(name)] ?? 'application/octet-stream',
+      'content-length': size, 'cache-control': cache,
+    });
+    const virtual = files[path];
+    if (Buffer.isBuffer(virtual)) {
+      res.writeHead(200, headers(path, virtual.length));
+      return void res.end(req.method === 'HEAD' ? undefined : virtual);
+    }
+    const file = virtual ?? normalize(join(root, path));
+    if (!virtual && !file.startsWith(root + sep)) return void res.writeHead(403).end();
+    let st;
+    try {
+      st = statSync(file);
+    } catch {
+      return void res.writeHead(404).end();
+    }
+    if (!st.isFile()) return void res.writeHead(404).end();
+    res.writeHead(200, headers(file, st.size));
+    if (req.method === 'HEAD') return void res.end();
+    createReadStream(file).pipe(res);
+  });
+  return new Promise((ok, fail) => {
+    server.once('error', fail);
+    server.listen(port, '127.0.0.1', () => {
+      const url = `http://127.0.0.1:${server.address().port}`;
+      ok({ url, hits, close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(r); }) });
+    });
+  });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { values } = parseArgs({ options: { root: { type: 'string' }, port: { type: 'string' } } });
+  const root = values.root ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'dist');
+  const first = Number(values.port ?? 8000);
+  let site;
+  for (let port = first; !site; port++) {
+    try {
+      site = await serveStatic({ root, port });
+    } catch (err) {
+      if (err.code !== 'EADDRINUSE' || port >= first + 20) throw err;
+    }
+  }
+  const { url } = site;
+  console.log(`\n  webpte demo: ${url}/\n  (serving ${resolve(root)}; Ctrl-C stops)\n`);
+}

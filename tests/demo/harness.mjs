@@ -1,0 +1,120 @@
+// Shared set-up of the demo's browser tests: the built site (dist/ after `npm run build` and
+// `node demo/build.mjs --model ...`) served from 127.0.0.1 with optional virtual files, and
+// headless Chromium contexts that block and count every request to any other host.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { serveStatic } from '../../demo/serve.mjs';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const DIST = join(ROOT, 'dist');
+export const MODEL = join(DIST, 'models/smollm2');
+const CHROMIUM = process.env.WEBPTE_CHROMIUM ?? '/usr/bin/chromium';
+const BASE_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update',
+  '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage'];
+
+/** Whether dist/index.js has the model API yet; until then the tests serve the stand-in. */
+export function realModelAPI() {
+  return /export\s+(async\s+)?function\s+loadModel\b/.test(readFileSync(join(DIST, 'index.js'), 'utf8'));
+}
+
+export function checkBuilt() {
+  for (const f of ['index.js', 'index.html', 'sw.js', 'demo/app.js', 'models/smollm2/webpte_model.json']) {
+    if (!existsSync(join(DIST, f))) throw new Error(`dist/${f} is missing: run \`make demo-build\` first`);
+  }
+}
+
+/**
+ * Serve dist/ (plus `files`: {"/path": Buffer | "/abs/file"}); with the stand-in model API
+ * at /index.js until the real one lands.
+ */
+export function serveSite(files = {}) {
+  const extra = realModelAPI() ? {} : { '/index.js': join(ROOT, 'tests/demo/fake_webpte.js') };
+  return serveStatic({ root: DIST, files: { ...extra, ...files }, cache: 'no-store' });
+}
+
+/** Headless Chromium; `webgpu: false` leaves out --enable-unsafe-webgpu. */
+export function launch({ webgpu = true } = {}) {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: webgpu ? ['--enable-unsafe-webgpu', ...BASE_ARGS] : BASE_ARGS,
+  });
+}
+
+/**
+ * A context whose requests to anything but `site.url` are blocked and recorded in
+ * `context.blocked`. Service workers are blocked unless `serviceWorkers: 'allow'`.
+ */
+export async function guardedContext(browser, site, { serviceWorkers = 'block' } = {}) {
+  const context = await browser.newContext({ serviceWorkers, viewport: { width: 900, height: 1000 } });
+  context.blocked = [];
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(`${site.url}/`)) return route.continue();
+    context.blocked.push(url);
+    return route.abort('blockedbyclient');
+  });
+  return context;
+}
+
+/** A page of `context` with console errors echoed (all of it with WEBPTE_DEMO_VERBOSE=1). */
+export async function openDemo(context, site, path = '/') {
+  const page = await context.newPage();
+  page.on('console', (m) => {
+    if (process.env.WEBPTE_DEMO_VERBOSE === '1' || m.type() === 'error') console.error(`[page ${m.type()}] ${m.text()}`);
+  });
+  page.on('pageerror', (err) => console.error(`[page exception] ${err.message}`));
+  await page.goto(`${site.url}${path}`);
+  await page.waitForFunction(() => document.body.dataset.state, null, { timeout: 60_000 });
+  return page;
+}
+
+/** Requests the server saw for model files (.pte, .bin, tokenizer, meta), by path. */
+export function modelHits(site) {
+  return [...site.hits.keys()].filter((p) => /\.(pte|bin)$|tokenizer|webpte_model\.json|vlm_meta/.test(p));
+}
+
+/** Load the model of the chosen source and wait until the page is ready or shows an error. */
+export async function loadAndWait(page, { timeout = 600_000 } = {}) {
+  await page.click('#load');
+  await page.waitForFunction(() => !document.getElementById('chat').hidden
+    || !document.getElementById('error').hidden, null, { timeout, polling: 250 });
+}
+
+/** Ask `question`; resolves to {text, meta, prefill, decode} once the answer is complete. */
+export async function ask(page, question, { timeout = 600_000, maxNewTokens } = {}) {
+  if (maxNewTokens) await page.$eval('#max-new-tokens', (el, v) => { el.value = v; }, String(maxNewTokens));
+  const before = await page.locator('#transcript .assistant').count();
+  await page.fill('#question', question);
+  await page.click('#ask');
+  await page.waitForFunction((n) => {
+    const turns = document.querySelectorAll('#transcript .assistant');
+    return turns.length > n && !turns[n].classList.contains('streaming');
+  }, before, { timeout, polling: 250 });
+  return page.evaluate((n) => {
+    const turn = document.querySelectorAll('#transcript .assistant')[n];
+    return {
+      text: turn.querySelector('.text').textContent,
+      meta: turn.querySelector('.meta').textContent,
+      failed: turn.classList.contains('failed'),
+      prefill: document.getElementById('stat-prefill').textContent,
+      decode: document.getElementById('stat-decode').textContent,
+      error: document.getElementById('error').hidden ? null : document.getElementById('error').dataset.error,
+    };
+  }, before);
+}
+
+/** The error box as data, or null when hidden. */
+export function shownError(page) {
+  return page.evaluate(() => {
+    const box = document.getElementById('error');
+    if (box.hidden) return null;
+    return {
+      name: box.dataset.error, title: document.getElementById('error-title').textContent,
+      message: document.getElementById('error-message').textContent,
+      todo: document.getElementById('error-todo').textContent, section: box.parentElement.id,
+    };
+  });
+}

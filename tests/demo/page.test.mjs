@@ -1,0 +1,200 @@
+// The demo page in headless Chromium, served from 127.0.0.1 like any static host: the bundled
+// SmolLM2 answering end to end, a picked model folder, the error paths (no WebGPU, a
+// truncated .pte, a file that fails its sha256) and the page opening offline. Every request
+// to another host is blocked and counted; the count must stay zero.
+// Needs the built site: `make demo-build` (npm run build, the SmolLM2 folder, demo/build.mjs).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as h from './harness.mjs';
+
+const LONG = { timeout: 1_200_000 };
+const SCREENSHOT = join(h.ROOT, 'out/demo-screenshot.png');
+const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+
+h.checkBuilt();
+const meta = JSON.parse(readFileSync(join(h.MODEL, 'webpte_model.json'), 'utf8'));
+
+/** Virtual model folders beside the real one: a truncated decoder whose meta matches it, and
+ * a tokenizer_config.json changed after its sha256 was pinned. */
+function brokenFolders() {
+  const files = {};
+  const mirror = (prefix, changed) => {
+    for (const name of Object.keys(meta.sha256)) files[`/${prefix}/${name}`] = changed[name] ?? join(h.MODEL, name);
+  };
+  const truncated = readFileSync(join(h.MODEL, meta.decoder)).subarray(0, 100_000);
+  mirror('bad-pte', { [meta.decoder]: truncated });
+  files['/bad-pte/webpte_model.json'] = Buffer.from(JSON.stringify({ ...meta, sha256: { ...meta.sha256, [meta.decoder]: sha256(truncated) } }));
+  const config = 'tokenizer/tokenizer_config.json';
+  mirror('bad-hash', { [config]: Buffer.concat([readFileSync(join(h.MODEL, config)), Buffer.from(' ')]) });
+  files['/bad-hash/webpte_model.json'] = Buffer.from(JSON.stringify(meta));
+  return files;
+}
+
+let site;
+let browser;
+const rates = [];
+
+before(async () => {
+  site = await h.serveSite(brokenFolders());
+  browser = await h.launch();
+  console.log(`# demo tests against ${h.realModelAPI() ? 'the real model API' : 'the stand-in model API (tests/demo/fake_webpte.js)'}`);
+});
+
+after(async () => {
+  for (const line of rates) console.log(`# tokens/s in the page: ${line}`);
+  await browser?.close();
+  await site?.close();
+});
+
+async function withPage(options, body) {
+  const context = await h.guardedContext(browser, site, options);
+  try {
+    const page = await h.openDemo(context, site);
+    await body(page, context);
+  } finally {
+    await context.close();
+  }
+  assert.deepEqual(context.blocked, [], 'requests to other hosts');
+}
+
+/** Record every label the progress line shows while loading. */
+function watchProgress(page) {
+  return page.evaluate(() => {
+    window.progressSeen = [];
+    const log = () => window.progressSeen.push(`${document.getElementById('progress-label').textContent} | ${document.getElementById('progress-detail').textContent}`);
+    new MutationObserver(log).observe(document.getElementById('progress'), { subtree: true, childList: true, characterData: true });
+  });
+}
+
+describe('demo page', () => {
+  test('without WebGPU the capability check explains what to do and nothing is downloaded', LONG, async () => {
+    const plain = await h.launch({ webgpu: false });
+    site.hits.clear();
+    try {
+      const context = await h.guardedContext(plain, site);
+      const page = await h.openDemo(context, site);
+      assert.equal(await page.evaluate(() => document.body.dataset.state), 'no-webgpu');
+      const err = await h.shownError(page);
+      assert.equal(err?.name, 'NoWebGPUError');
+      assert.equal(err.section, 'caps');
+      assert.match(err.title, /WebGPU is not available/);
+      assert.match(err.todo, /enable-unsafe-webgpu/);
+      assert.equal(await page.isDisabled('#load'), true);
+      assert.equal(await page.$eval('#sources', (el) => el.disabled), true);
+      await page.waitForTimeout(500);
+      assert.deepEqual(h.modelHits(site), [], 'model files requested');
+      assert.deepEqual(context.blocked, []);
+    } finally {
+      await plain.close();
+    }
+  });
+
+  test('the bundled SmolLM2 answers, follows up, stops and starts over', LONG, async (t) => {
+    await withPage({}, async (page) => {
+      assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready');
+      assert.equal(await page.isVisible('#caps-details'), true);
+      assert.equal(await page.isChecked('input[name=source][value=bundled]'), true);
+      await watchProgress(page);
+      await h.loadAndWait(page);
+      assert.equal(await h.shownError(page), null);
+      const seen = await page.evaluate(() => window.progressSeen);
+      assert.ok(seen.some((s) => /^Downloading decoder_q8\.pte \| [\d.]+ [kMG]?B of 138 MB/.test(s)), seen.slice(0, 20).join('\n'));
+      assert.equal(await page.isVisible('#picture-controls'), false, 'a text-only model hides the picture controls');
+
+      const paris = await h.ask(page, 'What is the capital of France?', { maxNewTokens: 32 });
+      assert.equal(paris.error, null);
+      assert.match(paris.text, /Paris/);
+      assert.match(paris.prefill, /^[\d.]+ tok\/s/);
+      assert.match(paris.decode, /^[\d.]+ tok\/s/);
+      assert.match(paris.meta, /prefill \d+ of \d+ rows at [\d.]+ tok\/s · decode \d+ tokens at [\d.]+ tok\/s/);
+      rates.push(`bundled model, first question: prefill ${paris.prefill}; decode ${paris.decode}`);
+      t.diagnostic(`${paris.text} [${paris.meta}]`);
+      mkdirSync(join(h.ROOT, 'out'), { recursive: true });
+      await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+      const followUp = await h.ask(page, 'And what is the capital of Italy?', { maxNewTokens: 16 });
+      assert.equal(followUp.error, null);
+      assert.match(followUp.meta, /\d+ rows reused/);
+
+      await page.fill('#question', 'Write a long story about a cat who sails around the world.');
+      await page.$eval('#max-new-tokens', (el) => { el.value = '200'; });
+      await page.click('#ask');
+      await page.waitForFunction(() => document.querySelector('#transcript .assistant:last-child .text').textContent.length > 0, null, { timeout: 600_000, polling: 100 });
+      await page.click('#stop');
+      await page.waitForFunction(() => !document.querySelector('#transcript .assistant:last-child').classList.contains('streaming'), null, { timeout: 120_000 });
+      const stopped = await page.evaluate(() => document.querySelector('#transcript .assistant:last-child .meta').textContent);
+      assert.match(stopped, /stopped/);
+      assert.equal(await page.isEnabled('#ask'), true);
+
+      await page.click('#new-conversation');
+      await page.waitForFunction(() => document.getElementById('transcript').children.length === 0);
+      const again = await h.ask(page, 'What is the capital of France?', { maxNewTokens: 32 });
+      assert.match(again.text, /Paris/);
+      assert.doesNotMatch(again.meta, /reused/, 'a new conversation starts with an empty cache');
+      assert.equal(again.text, paris.text, 'greedy decoding gives the same answer');
+    });
+  });
+
+  test('a model folder picked on this computer loads and answers', LONG, async () => {
+    await withPage({}, async (page) => {
+      await page.check('input[name=source][value=folder]');
+      assert.equal(await page.isDisabled('#load'), true, 'nothing picked yet');
+      await page.setInputFiles('#folder-input', h.MODEL);
+      await page.waitForFunction(() => document.getElementById('folder-summary').textContent);
+      assert.match(await page.textContent('#folder-summary'), /SmolLM2.*text only/);
+      site.hits.clear();
+      await h.loadAndWait(page);
+      assert.equal(await h.shownError(page), null);
+      assert.deepEqual(h.modelHits(site), [], 'the folder is read in place, not fetched');
+      const paris = await h.ask(page, 'What is the capital of France?', { maxNewTokens: 32 });
+      assert.match(paris.text, /Paris/);
+      rates.push(`picked folder: prefill ${paris.prefill}; decode ${paris.decode}`);
+    });
+  });
+
+  for (const [folder, name, title] of [
+    ['bad-pte', 'PteFormatError', /not a valid ExecuTorch program/],
+    ['bad-hash', 'HashMismatchError', /does not match its pinned checksum/],
+  ]) {
+    test(`a model folder with ${folder === 'bad-pte' ? 'a truncated .pte' : 'a file that fails its sha256'} shows the ${name} advice`, LONG, async () => {
+      await withPage({}, async (page) => {
+        await page.check('input[name=source][value=hub]');
+        await page.fill('#hub-url', `${site.url}/${folder}/`);
+        await h.loadAndWait(page);
+        const err = await h.shownError(page);
+        assert.equal(err?.name, name, JSON.stringify(err));
+        assert.equal(err.section, 'model');
+        assert.match(err.title, title);
+        assert.ok(err.message.length > 0 && err.todo.length > 0);
+        assert.equal(await page.isVisible('#chat'), false);
+        assert.match(await page.textContent('#model-status'), /could not be loaded/);
+      });
+    });
+  }
+
+  test('the page opens offline once its service worker has kept its files', LONG, async () => {
+    const own = await h.serveSite();
+    const context = await h.guardedContext(browser, own, { serviceWorkers: 'allow' });
+    try {
+      const page = await h.openDemo(context, own);
+      await page.evaluate(async () => {
+        await navigator.serviceWorker.ready;
+        if (!navigator.serviceWorker.controller) {
+          await new Promise((r) => navigator.serviceWorker.addEventListener('controllerchange', r, { once: true }));
+        }
+      });
+      await own.close();
+      await page.reload();
+      await page.waitForFunction(() => document.body.dataset.state, null, { timeout: 60_000 });
+      assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready');
+      assert.match(await page.textContent('#caps-status'), /WebGPU is available/);
+    } finally {
+      await context.close();
+      await own.close();
+    }
+    assert.deepEqual(context.blocked, []);
+  });
+});
