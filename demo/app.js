@@ -3,7 +3,7 @@
 
 import { checkCapabilities, loadModel } from '../index.js';
 import { describeDone, describeProgress, formatBytes, formatRate } from './format.js';
-import { describeError, describeMissingWebGPU, isAbort } from './messages.js';
+import { describeError, describeCapabilities, isAbort } from './messages.js';
 import { Picture } from './picture.js';
 import { BUNDLED_URL, HUB_URL, bundledMeta, describeFolder, droppedFiles } from './sources.js';
 
@@ -90,15 +90,16 @@ async function checkBrowser() {
     return false;
   }
   const problems = caps.problems ?? [];
-  if (!caps.webgpu) {
-    $('caps-status').textContent = '✗ No WebGPU: models cannot run here.';
+  const warnings = caps.warnings ?? [];
+  if (!caps.webgpu || problems.length) {
+    $('caps-status').textContent = caps.webgpu ? '✗ Models cannot run in this page.' : '✗ No WebGPU: models cannot run here.';
     $('caps-status').className = 'status bad';
-    showDescription(describeMissingWebGPU(problems), $('caps'));
+    showDescription(describeCapabilities(caps), $('caps'));
     return false;
   }
-  $('caps-status').textContent = problems.length
+  $('caps-status').textContent = warnings.length
     ? '⚠ WebGPU is available, with limitations:' : '✓ WebGPU is available.';
-  $('caps-status').className = `status ${problems.length ? 'warn' : 'good'}`;
+  $('caps-status').className = `status ${warnings.length ? 'warn' : 'good'}`;
   const details = $('caps-details');
   fact(details, 'Adapter', adapterName(caps.adapter));
   const limits = caps.limits ?? {};
@@ -111,13 +112,13 @@ async function checkBrowser() {
   fact($('caps-all'), 'Features', [...(caps.features ?? [])].join(', ') || 'none');
   fact($('caps-all'), 'WGSL', [...(caps.wgslFeatures ?? [])].join(', ') || 'none');
   $('caps-more').hidden = false;
-  const list = $('caps-problems');
-  for (const p of problems) {
+  const list = $('caps-warnings');
+  for (const w of warnings) {
     const li = document.createElement('li');
-    li.textContent = p;
+    li.textContent = w;
     list.append(li);
   }
-  list.hidden = !problems.length;
+  list.hidden = !warnings.length;
   return true;
 }
 
@@ -203,8 +204,8 @@ async function load() {
   $('progress').hidden = false;
   const t0 = performance.now();
   try {
-    state.model = await loadModel(source, { onProgress: showProgress });
-    state.info = info;
+    const model = state.model = await loadModel(source, { onProgress: showProgress });
+    state.info = { name: model.name ?? info.name, vision: model.hasVision ?? info.vision, maxContext: model.maxContext };
     const seconds = ((performance.now() - t0) / 1000).toFixed(1);
     $('model-status').textContent = `✓ ${info.name} is ready (loaded in ${seconds} s).`;
     $('model-status').className = 'status good';
@@ -285,7 +286,9 @@ function showStats(done) {
   $('stat-prefill').textContent = `${formatRate(done.prefillTokensPerSecond)} tok/s `
     + `(${done.computedRows} rows computed, ${done.reusedRows} reused)`;
   $('stat-decode').textContent = `${formatRate(done.decodeTokensPerSecond)} tok/s (${done.newTokens} tokens)`;
-  $('stat-context').textContent = `${done.promptRows + done.newTokens} positions used`;
+  const used = done.promptRows + done.newTokens;
+  const max = state.info.maxContext;
+  $('stat-context').textContent = max ? `${used} of ${max} positions used` : `${used} positions used`;
   $('stats').hidden = false;
 }
 

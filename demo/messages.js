@@ -106,11 +106,24 @@ export function describeError(err) {
   return { name, title: advice.title, message, todo: advice.todo };
 }
 
-/** The page's account of a capability check that found no WebGPU: same shape as describeError. */
-export function describeMissingWebGPU(problems) {
-  const { title, todo } = ADVICE.NoWebGPUError;
-  const message = problems?.length ? problems.join('; ') : 'navigator.gpu gives no adapter';
-  return { name: 'NoWebGPUError', title, message, todo };
+/**
+ * The page's account of a capability check that found models cannot run here (same shape as
+ * describeError): no WebGPU, or something else missing (`caps.problems` says what).
+ * @param {{webgpu: boolean, problems?: string[]}} caps
+ */
+export function describeCapabilities(caps) {
+  const problems = caps.problems ?? [];
+  if (!caps.webgpu) {
+    const { title, todo } = ADVICE.NoWebGPUError;
+    return { name: 'NoWebGPUError', title, message: problems.join('; ') || 'navigator.gpu gives no adapter', todo };
+  }
+  return {
+    name: 'CapabilityError',
+    title: 'This browser cannot run the models here',
+    message: problems.join('; '),
+    todo: 'Open the page over https (or from localhost) in an up-to-date Chrome, Edge, Safari or '
+      + 'Firefox. Nothing was downloaded.',
+  };
 }
 
 /** True for the rejection of an aborted generation (the stop button), which is no error. */

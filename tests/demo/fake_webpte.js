@@ -12,13 +12,13 @@ export class QuotaError extends WebpteError {}
 export async function checkCapabilities() {
   const adapter = await navigator.gpu?.requestAdapter();
   if (!adapter) {
-    return { webgpu: false, adapter: null, limits: {}, features: [], wgslFeatures: [], problems: ['navigator.gpu is missing: this browser has no WebGPU'] };
+    return { webgpu: false, adapter: null, limits: {}, features: [], wgslFeatures: [], problems: ['navigator.gpu is missing: this browser has no WebGPU'], warnings: [] };
   }
   const limits = {};
   for (const k in adapter.limits) limits[k] = adapter.limits[k];
   return {
     webgpu: true, adapter: { vendor: adapter.info.vendor, architecture: adapter.info.architecture, description: adapter.info.description }, limits, features: [...adapter.features],
-    wgslFeatures: [...navigator.gpu.wgslLanguageFeatures], problems: [],
+    wgslFeatures: [...navigator.gpu.wgslLanguageFeatures], problems: [], warnings: ['the WebGPU adapter is a software fallback: generation will be slow'],
   };
 }
 
@@ -34,10 +34,8 @@ function checkPte(name, bytes) {
   if (bytes.byteLength < end) throw new PteFormatError(`${name}: the segment data ends at byte ${end} but the file has ${bytes.byteLength}`);
 }
 
-async function readAll(name, open, onProgress) {
+async function readAll(open, onChunk = () => {}) {
   const resp = await open();
-  const total = Number(resp.headers?.get('content-length')) || resp.size || 0;
-  const t0 = performance.now();
   const chunks = [];
   let loaded = 0;
   const reader = (resp.body ?? resp.stream()).getReader();
@@ -46,8 +44,7 @@ async function readAll(name, open, onProgress) {
     if (done) break;
     chunks.push(value);
     loaded += value.length;
-    const rate = loaded / Math.max(1, performance.now() - t0);
-    onProgress?.({ stage: 'fetch', file: name, loaded, total, etaSeconds: (total - loaded) / rate / 1000 });
+    onChunk(value.length);
   }
   const out = new Uint8Array(loaded);
   let at = 0;
@@ -57,32 +54,50 @@ async function readAll(name, open, onProgress) {
 
 export async function loadModel(source, { onProgress } = {}) {
   let open;
+  let size;
   if (typeof source === 'string') {
     open = async (name) => {
       const resp = await fetch(new URL(name, source));
       if (!resp.ok) throw new InputError(`fetching ${name} gave HTTP ${resp.status}; check the URL`);
       return resp;
     };
+    size = async (name) => Number((await fetch(new URL(name, source), { method: 'HEAD' })).headers.get('content-length'));
   } else if (source?.files) {
     const byPath = new Map([...source.files].map((f) => [f.webkitRelativePath.split('/').slice(1).join('/') || f.name, f]));
     open = async (name) => {
       if (!byPath.has(name)) throw new InputError(`the folder has no ${name}`);
       return byPath.get(name);
     };
+    size = async (name) => (await open(name)).size;
   } else throw new InputError('loadModel takes a base URL or {files}');
-  const meta = JSON.parse(new TextDecoder().decode(await readAll('webpte_model.json', () => open('webpte_model.json'))));
-  for (const [name, want] of Object.entries(meta.sha256 ?? {})) {
-    const bytes = await readAll(name, () => open(name), onProgress);
-    onProgress?.({ stage: 'verify', file: name, loaded: bytes.byteLength, total: bytes.byteLength });
-    if ((await hex(bytes)) !== want) throw new HashMismatchError(`${name} does not match its sha256 in webpte_model.json`);
+  const meta = JSON.parse(new TextDecoder().decode(await readAll(() => open('webpte_model.json'))));
+  const names = Object.keys(meta.sha256 ?? {});
+  let total = 0;
+  for (const name of names) total += await size(name);
+  const t0 = performance.now();
+  let loaded = 0;
+  for (const name of names) {
+    const bytes = await readAll(() => open(name), (n) => {
+      loaded += n;
+      const rate = loaded / Math.max(1, performance.now() - t0);
+      onProgress?.({ stage: 'fetch', file: name, loaded, total, etaSeconds: (total - loaded) / rate / 1000 });
+    });
+    onProgress?.({ stage: 'verify', file: name, loaded, total });
+    if ((await hex(bytes)) !== meta.sha256[name]) throw new HashMismatchError(`${name} does not match its sha256 in webpte_model.json`);
     if (name.endsWith('.pte')) checkPte(name, bytes);
   }
   for (const stage of ['python', 'plan', 'upload', 'compile', 'ready']) onProgress?.({ stage });
-  return new FakeModel();
+  return new FakeModel(meta);
 }
 
 class FakeModel {
   rows = 0;
+  maxContext = 2048;
+
+  constructor(meta) {
+    this.name = meta.name;
+    this.hasVision = meta.vision != null;
+  }
 
   async *generate({ prompt, maxNewTokens = 128, signal }) {
     const answer = /capital of France/i.test(prompt) ? 'The capital of France is Paris.' : 'I am a stand-in model for the page\'s tests.';
@@ -91,15 +106,16 @@ class FakeModel {
     const t0 = performance.now();
     for (const piece of pieces) {
       await new Promise((r) => setTimeout(r, 40));
-      if (signal?.aborted) throw new DOMException('stopped', 'AbortError');
+      if (signal?.aborted) break;
       yield { type: 'text', text: piece };
     }
     const decodeS = (performance.now() - t0) / 1000;
+    const stopReason = signal?.aborted ? 'aborted' : 'stop_token';
     const reusedRows = this.rows;
     this.rows = promptRows + pieces.length;
     yield {
       type: 'done', tokenIds: pieces.map((_, i) => i), promptRows, reusedRows, computedRows: promptRows - reusedRows,
-      newTokens: pieces.length, prefillTokensPerSecond: 123.4, decodeTokensPerSecond: pieces.length / decodeS, stopReason: 'stop_token',
+      newTokens: pieces.length, prefillTokensPerSecond: 123.4, decodeTokensPerSecond: pieces.length / decodeS, stopReason,
     };
   }
 

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeDone, describeProgress, formatBytes, formatEta, formatRate } from '../../demo/format.js';
-import { describeError, describeMissingWebGPU, isAbort } from '../../demo/messages.js';
+import { describeError, describeCapabilities, isAbort } from '../../demo/messages.js';
 import { describeFolder, relativePath } from '../../demo/sources.js';
 
 /** An error as webpte's typed errors arrive: the class name in `name`. */
@@ -63,7 +63,12 @@ test('every typed error gets a title and what to do, keeping its own message', (
   assert.equal(limits.message, 'too big (maxBufferSize: needs 2, the adapter allows 1)');
   assert.match(describeError({ name: 'ModelFolderError', message: 'not usable', problems: ['missing a', 'missing b'] }).message, /missing a; missing b/);
   assert.match(describeError(new TypeError('boom')).title, /Something went wrong/);
-  assert.match(describeMissingWebGPU(['navigator.gpu is missing']).message, /navigator.gpu is missing/);
+  const noGPU = describeCapabilities({ webgpu: false, problems: ['navigator.gpu is missing'] });
+  assert.equal(noGPU.name, 'NoWebGPUError');
+  assert.equal(noGPU.message, 'navigator.gpu is missing');
+  const insecure = describeCapabilities({ webgpu: true, problems: ['not a secure context', 'crypto.subtle is missing'] });
+  assert.match(insecure.title, /cannot run/);
+  assert.equal(insecure.message, 'not a secure context; crypto.subtle is missing');
   assert.equal(isAbort(new DOMException('stop', 'AbortError')), true);
   assert.equal(isAbort(typed('InputError', 'x')), false);
 });
