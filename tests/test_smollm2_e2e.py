@@ -102,3 +102,32 @@ def test_greedy_ids_equal_the_numpy_reference(smollm2):
     assert generated == stats.token_ids, (
         f"first difference at new token "
         f"{next(i for i, (a, b) in enumerate(zip(generated, stats.token_ids)) if a != b)}")
+
+
+def test_follow_up_turn_reuses_the_cache_and_matches_a_fresh_session(smollm2):
+    """A second turn computes only the rows that differ from the cache and gives the tokens a
+    fresh session fed the whole conversation gives."""
+    from webpte.host.prompt import Turn
+    from webpte.host.turn import reusable_prefix
+
+    first, second = PARIS, "And of Italy?"
+    a = smollm2.session()
+    answer1 = "".join(a.generate(first, max_new_tokens=16))
+    assert a.stats.stop_reason == "stop_token"
+    cached = list(a.cached)                       # prompt + answer, each row's K/V computed
+    "".join(a.generate(second, max_new_tokens=12))
+    follow = a.stats
+    fresh = smollm2.session()
+    fresh.turns = [Turn("user", first), Turn("assistant", answer1.strip())]
+    "".join(fresh.generate(second, max_new_tokens=12))
+    _report(follow, f"follow-up: reused {follow.reused_rows}, computed {follow.computed_rows}")
+    assert follow.token_ids == fresh.stats.token_ids
+    assert fresh.stats.reused_rows == 0 and fresh.stats.computed_rows == fresh.stats.prompt_rows
+    assert follow.prompt_rows == fresh.stats.prompt_rows
+    ids = a.prompt_ids(fresh.turns + [Turn("user", second)])
+    # The answer re-tokenizes as generated, so the whole first turn is reused ...
+    assert follow.reused_rows == reusable_prefix(cached, ids) == len(cached)
+    # ... and only the new rows are fed (plus at most 3 rows of the first window's overlap).
+    new_rows = follow.prompt_rows - follow.reused_rows
+    assert new_rows <= follow.computed_rows <= new_rows + 3
+    assert follow.computed_rows < fresh.stats.computed_rows / 2
