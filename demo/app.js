@@ -207,7 +207,7 @@ async function load() {
     const model = state.model = await loadModel(source, { onProgress: showProgress });
     state.info = { name: model.name ?? info.name, vision: model.hasVision ?? info.vision, maxContext: model.maxContext };
     const seconds = ((performance.now() - t0) / 1000).toFixed(1);
-    $('model-status').textContent = `✓ ${info.name} is ready (loaded in ${seconds} s).`;
+    $('model-status').textContent = `✓ ${state.info.name} is ready (loaded in ${seconds} s).`;
     $('model-status').className = 'status good';
     showChat();
   } catch (err) {

@@ -1,10 +1,12 @@
-// Lay the demo out in dist/ (after `npm run build`) as a static site:
-//   dist/index.html           the page
-//   dist/demo/*.js, *.css     its modules and style (they import ../index.js, the library)
-//   dist/sw.js                service worker listing every file of the site but the models
-//   dist/models/smollm2/      the bundled model folder (--model DIR), hard-linked or copied
+// Lay the demo out as a static site on top of the webpte build (`npm run build`'s dist/):
+//   OUT/index.html           the page
+//   OUT/demo/*.js, *.css     its modules and style (they import ../index.js, the library)
+//   OUT/sw.js                service worker listing every file of the site but the models
+//   OUT/models/smollm2/      the bundled model folder (--model DIR), hard-linked or copied
+// OUT is dist/ itself by default; with --out elsewhere the library files are copied there
+// first (the tests build a private copy that a concurrent `npm run build` cannot pull away).
 //
-//   node demo/build.mjs [--model DIR] [--dist DIR]
+//   node demo/build.mjs [--model DIR] [--lib dist] [--out DIR]
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -14,11 +16,15 @@ import { parseArgs } from 'node:util';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const SITE = /\.(js|css|html)$/; // the page's files; tools are .mjs, sw.js goes to the root
 const MODEL_MOUNT = 'models/smollm2';
+const OWN = ['demo', 'models', 'index.html', 'sw.js']; // what this build adds to the library
 
-const { values: args } = parseArgs({ options: { model: { type: 'string' }, dist: { type: 'string' } } });
-const dist = resolve(args.dist ?? join(HERE, '..', 'dist'));
-if (!existsSync(join(dist, 'index.js')) || !existsSync(join(dist, 'worker.js'))) {
-  console.error(`demo build: ${dist} has no webpte build (index.js, worker.js); run \`npm run build\` first`);
+const { values: args } = parseArgs({
+  options: { model: { type: 'string' }, lib: { type: 'string' }, out: { type: 'string' } },
+});
+const lib = resolve(args.lib ?? join(HERE, '..', 'dist'));
+const dist = resolve(args.out ?? lib);
+if (!existsSync(join(lib, 'index.js')) || !existsSync(join(lib, 'worker.js'))) {
+  console.error(`demo build: ${lib} has no webpte build (index.js, worker.js); run \`npm run build\` first`);
   process.exit(1);
 }
 
@@ -38,8 +44,15 @@ function place(src, dst) {
   }
 }
 
-for (const stale of ['demo', 'models', 'index.html', 'sw.js']) rmSync(join(dist, stale), { recursive: true, force: true });
-mkdirSync(join(dist, 'demo'));
+if (dist !== lib) {
+  rmSync(dist, { recursive: true, force: true });
+  for (const f of files(lib)) {
+    const rel = relative(lib, f);
+    if (!OWN.includes(rel.split(sep)[0])) place(f, join(dist, rel));
+  }
+}
+for (const stale of OWN) rmSync(join(dist, stale), { recursive: true, force: true });
+mkdirSync(join(dist, 'demo'), { recursive: true });
 
 for (const name of readdirSync(HERE).filter((n) => SITE.test(n) && n !== 'sw.js')) {
   copyFileSync(join(HERE, name), name === 'index.html' ? join(dist, name) : join(dist, 'demo', name));

@@ -1,6 +1,8 @@
-// Shared set-up of the demo's browser tests: the built site (dist/ after `npm run build` and
-// `node demo/build.mjs --model ...`) served from 127.0.0.1 with optional virtual files, and
-// headless Chromium contexts that block and count every request to any other host.
+// Shared set-up of the demo's browser tests: the built site served from 127.0.0.1 with
+// optional virtual files, and headless Chromium contexts that block and count every request
+// to any other host. The site is a private copy (`make test-demo` builds it into
+// build/demo-site with `node demo/build.mjs --out build/demo-site --model ...`), so a
+// concurrent `npm run build` cannot pull dist/ away mid-test; WEBPTE_DEMO_SITE overrides it.
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,30 +10,30 @@ import { chromium } from 'playwright-core';
 import { serveStatic } from '../../demo/serve.mjs';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const DIST = join(ROOT, 'dist');
-export const MODEL = join(DIST, 'models/smollm2');
+export const SITE = resolve(process.env.WEBPTE_DEMO_SITE ?? join(ROOT, 'build/demo-site'));
+export const MODEL = join(SITE, 'models/smollm2');
 const CHROMIUM = process.env.WEBPTE_CHROMIUM ?? '/usr/bin/chromium';
 const BASE_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage'];
 
-/** Whether dist/index.js has the model API yet; until then the tests serve the stand-in. */
+/** Whether the site's index.js has the model API yet; until then the tests serve the stand-in. */
 export function realModelAPI() {
-  return /export\s+(async\s+)?function\s+loadModel\b/.test(readFileSync(join(DIST, 'index.js'), 'utf8'));
+  return /\bloadModel\b/.test(readFileSync(join(SITE, 'index.js'), 'utf8'));
 }
 
 export function checkBuilt() {
   for (const f of ['index.js', 'index.html', 'sw.js', 'demo/app.js', 'models/smollm2/webpte_model.json']) {
-    if (!existsSync(join(DIST, f))) throw new Error(`dist/${f} is missing: run \`make demo-build\` first`);
+    if (!existsSync(join(SITE, f))) throw new Error(`${SITE}/${f} is missing: run \`make test-demo\` (it builds the site)`);
   }
 }
 
 /**
- * Serve dist/ (plus `files`: {"/path": Buffer | "/abs/file"}); with the stand-in model API
+ * Serve the site (plus `files`: {"/path": Buffer | "/abs/file"}); with the stand-in model API
  * at /index.js until the real one lands.
  */
 export function serveSite(files = {}) {
   const extra = realModelAPI() ? {} : { '/index.js': join(ROOT, 'tests/demo/fake_webpte.js') };
-  return serveStatic({ root: DIST, files: { ...extra, ...files }, cache: 'no-store' });
+  return serveStatic({ root: SITE, files: { ...extra, ...files }, cache: 'no-store' });
 }
 
 /** Headless Chromium; `webgpu: false` leaves out --enable-unsafe-webgpu. */
@@ -73,7 +75,7 @@ export async function openDemo(context, site, path = '/') {
 
 /** Requests the server saw for model files (.pte, .bin, tokenizer, meta), by path. */
 export function modelHits(site) {
-  return [...site.hits.keys()].filter((p) => /\.(pte|bin)$|tokenizer|webpte_model\.json|vlm_meta/.test(p));
+  return [...site.hits.keys()].filter((p) => /\.(pte|bin)$|\/tokenizer\/|webpte_model\.json|vlm_meta\.json/.test(p));
 }
 
 /** Load the model of the chosen source and wait until the page is ready or shows an error. */
