@@ -1,7 +1,7 @@
 // Lay the demo out as a static site on top of the webpte build (`npm run build`'s dist/):
 //   OUT/index.html           the page
 //   OUT/demo/*.js, *.css     its modules and style (they import ../index.js, the library)
-//   OUT/sw.js                service worker listing every file of the site but the models
+//   OUT/sw.js                service worker listing every file of the site but model files
 //   OUT/models/smollm2/      the bundled model folder (--model DIR), hard-linked or copied
 // OUT is dist/ itself by default; with --out elsewhere the library files are copied there
 // first (the tests build a private copy that a concurrent `npm run build` cannot pull away).
@@ -73,10 +73,12 @@ if (args.model) {
   modelNote = `${MODEL_MOUNT}/ from ${src} (${(bytes / 1e6).toFixed(0)} MB)`;
 }
 
-// Everything but the models goes into the service worker's list; its digest names the cache.
+// Everything but the model files goes into the service worker's list, its digest names the
+// cache. A model's meta file is in it: the page reads it to offer the model, and loadModel
+// finds the rest of the model in its own Cache Storage once it has been loaded.
 const site = files(dist)
   .map((f) => relative(dist, f).split(sep).join('/'))
-  .filter((p) => !p.startsWith('models/') && p !== 'sw.js')
+  .filter((p) => (!p.startsWith('models/') || p.endsWith('/webpte_model.json')) && p !== 'sw.js')
   .sort();
 const digest = createHash('sha256');
 for (const p of site) digest.update(p).update('\0').update(readFileSync(join(dist, p)));

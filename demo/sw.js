@@ -1,6 +1,6 @@
 // The demo's service worker: keeps the site's own files (page, webpte runtime, Pyodide,
-// wheels) so the page opens offline. Model files are not its business: loadModel keeps
-// them in Cache Storage itself. Network first, so a fresh deploy shows at once; the cache
+// wheels, the bundled model's meta file) so the page opens offline. Model files are not its
+// business: loadModel keeps them in Cache Storage itself. Network first, so a fresh deploy shows at once; the cache
 // answers when the network does not. VERSION and FILES are written by demo/build.mjs.
 
 const VERSION = 'dev';

@@ -175,7 +175,7 @@ describe('demo page', () => {
     });
   }
 
-  test('the page opens offline once its service worker has kept its files', LONG, async () => {
+  test('offline: once loaded, the page and the bundled model work with the server gone', LONG, async () => {
     const own = await h.serveSite();
     const context = await h.guardedContext(browser, own, { serviceWorkers: 'allow' });
     try {
@@ -186,11 +186,18 @@ describe('demo page', () => {
           await new Promise((r) => navigator.serviceWorker.addEventListener('controllerchange', r, { once: true }));
         }
       });
+      await h.loadAndWait(page);
+      assert.equal(await h.shownError(page), null);
       await own.close();
       await page.reload();
       await page.waitForFunction(() => document.body.dataset.state, null, { timeout: 60_000 });
       assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready');
       assert.match(await page.textContent('#caps-status'), /WebGPU is available/);
+      assert.equal(await page.isChecked('input[name=source][value=bundled]'), true, 'the bundled model is still offered');
+      await h.loadAndWait(page);
+      assert.equal(await h.shownError(page), null);
+      const paris = await h.ask(page, 'What is the capital of France?', { maxNewTokens: 8 });
+      assert.match(paris.text, /Paris/);
     } finally {
       await context.close();
       await own.close();
