@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build dist/: the web front end (web/*.js), the Pyodide core (from node_modules/pyodide),
 # the wheels the worker installs (webpte, jinja2, markupsafe, flatbuffers) and their lock
-# file. Everything is local: a static server can host dist/ with no CDN.
+# file, and the tokenizer library (@huggingface/tokenizers, one dependency-free ES module, in
+# dist/vendor/). Everything is local: a static server can host dist/ with no CDN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +32,9 @@ if [ ! -x "$WEB_VENV/bin/pyodide" ]; then
   "$WEB_VENV/bin/pip" install -q --upgrade pip
   "$WEB_VENV/bin/pip" install -q "pyodide-build==$PYODIDE_BUILD" build pkginfo hatchling setuptools wheel
 fi
-[ -f node_modules/pyodide/pyodide.mjs ] || npm ci --no-audit --no-fund
+TOKENIZERS=node_modules/@huggingface/tokenizers
+[ -f node_modules/pyodide/pyodide.mjs ] && [ -f "$TOKENIZERS/dist/tokenizers.mjs" ] ||
+  npm ci --no-audit --no-fund
 
 mkdir -p "$CACHE"
 # Pure wheels from PyPI; MarkupSafe from its sdist with the C speedups off (CC=false),
@@ -47,7 +50,7 @@ if [ -z "$(ls "$CACHE"/markupsafe-$MARKUPSAFE-py3-none-any.whl 2>/dev/null)" ]; 
 fi
 
 rm -rf "$DIST"
-mkdir -p "$DIST/pyodide" "$DIST/wheels"
+mkdir -p "$DIST/pyodide" "$DIST/wheels" "$DIST/vendor"
 "$WEB_VENV/bin/python" -m build -q --wheel --no-isolation --outdir "$DIST/wheels" . >/dev/null
 cp "$CACHE"/jinja2-$JINJA2-*.whl "$CACHE"/flatbuffers-$FLATBUFFERS-*.whl \
    "$CACHE"/markupsafe-$MARKUPSAFE-py3-none-any.whl "$DIST/wheels/"
@@ -64,4 +67,6 @@ for f in pyodide.mjs pyodide.asm.mjs pyodide.asm.wasm python_stdlib.zip; do
   cp "node_modules/pyodide/$f" "$DIST/pyodide/"
 done
 cp web/*.js "$DIST/"
+cp "$TOKENIZERS/dist/tokenizers.mjs" "$DIST/vendor/tokenizers.mjs"
+cp "$TOKENIZERS/LICENSE" "$DIST/vendor/tokenizers.LICENSE"
 echo "built $DIST/: $(du -sh "$DIST" | cut -f1), wheels: $(cd "$DIST/wheels" && ls *.whl | tr '\n' ' ')"

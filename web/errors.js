@@ -29,6 +29,35 @@ export class PlanError extends WebpteError {}
 /** Inputs given to a program do not match what the method takes. */
 export class InputError extends WebpteError {}
 
+/** A new turn does not fit in the decoder's context; start a new conversation (`reset()`). */
+export class ContextFullError extends InputError {}
+
+/** A model's chat template failed to render (the template is data from the model folder). */
+export class TemplateError extends WebpteError {}
+
+/** A model folder is missing files or names them wrongly; `problems` lists every one. */
+export class ModelFolderError extends WebpteError {
+  /** @param {string} message @param {string[]} [problems] */
+  constructor(message, problems = []) {
+    super(message);
+    this.problems = [...problems];
+  }
+}
+
+/** A file's bytes do not match its pinned sha256; the file was not used (nor cached). */
+export class HashMismatchError extends WebpteError {
+  /** @param {string} message @param {{file?: string, expected?: string, actual?: string}} [detail] */
+  constructor(message, detail = {}) {
+    super(message);
+    this.file = detail.file;
+    this.expected = detail.expected;
+    this.actual = detail.actual;
+  }
+}
+
+/** The browser refused to store model files (storage quota). */
+export class QuotaError extends WebpteError {}
+
 /** No usable WebGPU adapter or device. */
 export class AdapterError extends WebpteError {}
 
@@ -58,18 +87,22 @@ export class WorkerError extends WebpteError {}
 const CLASSES = {
   WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError, AdapterError,
   NoWebGPUError, AdapterLimitsError, DeviceLostError, DisposedError, WorkerError,
+  ContextFullError, TemplateError, ModelFolderError, HashMismatchError, QuotaError,
 };
 
 /**
  * An error as plain data for postMessage: `{name, message, ...detail}`.
  * Errors that are not webpte's keep their name (TypeError, ...) and message.
  * @param {unknown} err
- * @returns {{name: string, message: string, ops?: string[], limit?: string, needed?: number, allowed?: number}}
+ * @returns {{name: string, message: string, ops?: string[], limit?: string, needed?: number,
+ *   allowed?: number, problems?: string[], file?: string, expected?: string, actual?: string}}
  */
 export function errorToWire(err) {
   if (!(err instanceof Error)) return { name: 'Error', message: String(err) };
   const out = { name: err.name || 'Error', message: err.message };
   if (err instanceof UnsupportedOpError) out.ops = err.ops;
+  if (err instanceof ModelFolderError) out.problems = err.problems;
+  if (err instanceof HashMismatchError) Object.assign(out, { file: err.file, expected: err.expected, actual: err.actual });
   if (err instanceof AdapterLimitsError) {
     Object.assign(out, { limit: err.limit, needed: err.needed, allowed: err.allowed });
   }
@@ -79,7 +112,7 @@ export function errorToWire(err) {
 /**
  * The error an `errorToWire` payload stands for: the webpte class of that name, or a plain
  * Error (with the name kept) for anything else.
- * @param {{name?: string, message?: string, ops?: string[]}} wire
+ * @param {{name?: string, message?: string, ops?: string[], problems?: string[]}} wire
  * @returns {Error}
  */
 export function errorFromWire(wire) {
@@ -88,6 +121,8 @@ export function errorFromWire(wire) {
   const cls = Object.hasOwn(CLASSES, name) ? CLASSES[name] : null;
   if (cls === UnsupportedOpError) return new UnsupportedOpError(message, wire.ops ?? []);
   if (cls === AdapterLimitsError) return new AdapterLimitsError(message, wire);
+  if (cls === ModelFolderError) return new ModelFolderError(message, wire.problems ?? []);
+  if (cls === HashMismatchError) return new HashMismatchError(message, wire);
   if (cls) return new cls(message);
   const err = new Error(message);
   err.name = name;

@@ -108,12 +108,14 @@ export class Executor {
    * @param {string | object} plan Plan.to_json() text or object
    * @param {ArrayBuffer | ArrayBufferView | null} fileBytes the program file (constant ranges
    *   are uploaded from it directly); null if the plan has no file-initialised buffers
-   * @param {{device?: GPUDevice, gpu?: GPU, poison?: boolean}} [options] `device` to share one
-   *   device between programs; `poison` fills activations/outputs with NaNs (tests)
+   * @param {{device?: GPUDevice, gpu?: GPU, poison?: boolean, onStage?: (stage: string) => void}} [options]
+   *   `device` to share one device between programs; `poison` fills activations/outputs with
+   *   NaNs (tests); `onStage('compile')` is called when the uploads are issued and the kernels
+   *   start compiling
    * @returns {Promise<Executor>}
    * @throws {PlanError | AdapterError}
    */
-  static async create(plan, fileBytes, { device, gpu, poison = false } = {}) {
+  static async create(plan, fileBytes, { device, gpu, poison = false, onStage } = {}) {
     const bytes = fileBytes == null ? null : asBytes(fileBytes);
     plan = parsePlan(plan, { fileSize: bytes?.byteLength });
     checkFeatures(plan.features, (gpu ?? globalThis.navigator?.gpu)?.wgslLanguageFeatures);
@@ -122,7 +124,7 @@ export class Executor {
     const ex = new Executor(plan, device);
     device.lost.then((info) => { ex.lost = info; });
     try {
-      await ex.#build(bytes);
+      await ex.#build(bytes, onStage);
       if (poison) ex.poison();
     } catch (err) {
       ex.dispose();
@@ -131,7 +133,7 @@ export class Executor {
     return ex;
   }
 
-  async #build(bytes) {
+  async #build(bytes, onStage) {
     const { plan, device } = this;
     const t0 = performance.now();
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
@@ -144,6 +146,7 @@ export class Executor {
       }));
     });
 
+    onStage?.('compile');
     const t1 = performance.now();
     this.pipelines = await Promise.all(plan.kernels.map((k) => this.#pipeline(k)));
     const t2 = performance.now();

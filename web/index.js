@@ -6,46 +6,26 @@
 //   await program.reset();                                    // zero KV caches
 //   await program.dispose();
 //
+//   import { loadModel } from './webpte/index.js';            // a model folder: decoder (+ vision),
+//   const model = await loadModel('models/smollm2/');         // embeddings, tokenizer (see model.js)
+//   for await (const ev of model.generate({ prompt: 'Hi' })) if (ev.type === 'text') show(ev.text);
+//
 // Reading and planning run in Python (Pyodide) inside a Web Worker; the worker's JS executor
 // runs the plan. Every file comes from next to this module (dist/ of `npm run build`).
 
-import { Client } from './protocol.js';
-import { DisposedError, InputError, WorkerError } from './errors.js';
+import { resolveURL, runtime } from './client.js';
+import { DisposedError, InputError } from './errors.js';
 
 export {
   WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError, AdapterError,
   NoWebGPUError, AdapterLimitsError, DeviceLostError, DisposedError, WorkerError,
+  ContextFullError, TemplateError, ModelFolderError, HashMismatchError, QuotaError,
 } from './errors.js';
 export { Executor, requestDevice } from './executor.js';
 export { parsePlan } from './plan.js';
-
-let shared = null;
-
-function runtime() {
-  if (typeof Worker === 'undefined') {
-    throw new WorkerError('webpte runs in a browser page or worker with Web Workers; this environment has none');
-  }
-  shared ??= new Client(new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'webpte' }));
-  return shared;
-}
-
-/**
- * What the shared worker runs on: `{programs, python, adapter: {vendor, architecture, device,
- * description} | null}` (the adapter is known once a program has been loaded).
- * @returns {Promise<object>}
- */
-export function runtimeInfo() {
-  return runtime().request('info', null);
-}
-
-/**
- * Terminate the shared worker (every loaded program is disposed with it). The next
- * `loadProgram` starts a new one.
- */
-export function terminate() {
-  shared?.close();
-  shared = null;
-}
+export { runtimeInfo, terminate } from './client.js';
+export { loadModel, Model, checkCapabilities } from './model.js';
+export { CACHE_NAME } from './files.js';
 
 /**
  * Load one method of a `.pte` program: fetch it, plan it in Python, upload it to the GPU.
@@ -56,7 +36,7 @@ export function terminate() {
  * @param {string | object} [options.plan] a plan made earlier (`Plan.to_json()`, e.g. cached by
  *   the file's sha256): skips Python entirely
  * @param {(event: {stage: string, loaded?: number, total?: number}) => void} [options.onProgress]
- *   stages: fetch, python, plan, upload, ready
+ *   stages: fetch, python, plan, upload, compile, ready
  * @param {boolean} [options.transfer] move an ArrayBuffer source to the worker instead of
  *   copying it (it is detached here afterwards; saves a copy of a large file)
  * @param {boolean} [options.poison] fill activations/outputs with NaNs first (tests)
@@ -75,14 +55,6 @@ export async function loadProgram(source, { method = 'forward', plan = null, onP
   const moved = transfer && source instanceof ArrayBuffer ? [source] : [];
   const info = await client.request('load', { source, method, plan, poison }, { onEvent: onProgress, transfer: moved });
   return new Program(client, info);
-}
-
-function resolveURL(source) {
-  try {
-    return new URL(source, globalThis.location?.href).href;
-  } catch {
-    throw new InputError(`${JSON.stringify(source)} is not a URL (nor a path relative to this page)`);
-  }
 }
 
 /** A loaded method. Make it with `loadProgram`. */

@@ -1,12 +1,15 @@
 // Page <-> worker messages: a tagged union `{kind, id, content}`.
 // A request is answered by `{kind: "return", id, content}` or
 // `{kind: "throw", id, content: {name, message, ...}}`; before that the worker may send any
-// number of stream events `{kind: "event", id, content}` (progress) for the same id.
+// number of stream events `{kind: "event", id, content}` (progress, generated text) for the
+// same id. `{kind: "cancel", id, content: {id: N}}` asks the worker to stop request N early: it
+// is served at once (not queued) and aborts the AbortSignal the handler of N was given.
 
 import { DisposedError, WorkerError, errorFromWire, errorToWire } from './errors.js';
 
 /** Kinds of request the worker serves. */
-export const REQUESTS = Object.freeze(['load', 'run', 'reset', 'dispose', 'info']);
+export const REQUESTS = Object.freeze(['load', 'run', 'reset', 'dispose', 'info',
+  'loadModel', 'generate', 'resetModel', 'disposeModel', 'cancel']);
 
 /** Kinds of message the worker sends back. */
 export const REPLIES = Object.freeze(['return', 'throw', 'event']);
@@ -58,16 +61,27 @@ export class Client {
    * Send one request.
    * @param {string} kind one of REQUESTS
    * @param {unknown} content
-   * @param {{transfer?: Transferable[], onEvent?: (content: any) => void}} [options]
+   * @param {{transfer?: Transferable[], onEvent?: (content: any) => void, signal?: AbortSignal}} [options]
+   *   `signal`: when it aborts, the worker is asked to cancel this request (the handler decides
+   *   what that means; e.g. generation stops and returns what it has)
    * @returns {Promise<any>}
    */
-  request(kind, content, { transfer = [], onEvent } = {}) {
+  request(kind, content, { transfer = [], onEvent, signal } = {}) {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
+    const done = new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onEvent });
       this.port.postMessage(checkMessage({ kind, id, content }, REQUESTS), transfer);
     });
+    if (signal) {
+      const cancel = () => { if (this.pending.has(id)) this.request('cancel', { id }).catch(() => {}); };
+      if (signal.aborted) cancel();
+      else {
+        signal.addEventListener('abort', cancel, { once: true });
+        done.finally(() => signal.removeEventListener('abort', cancel)).catch(() => {});
+      }
+    }
+    return done;
   }
 
   /** Reject every pending and future request with `err` (worker gone). */
@@ -105,29 +119,40 @@ export class Client {
 
 /**
  * The worker side: answer requests on `port` with `handlers[kind](content, emit)`.
- * Requests are served one at a time in arrival order (a run never overlaps a load).
- * A handler may return a `Transfer` to move buffers instead of copying them; `emit(content)`
- * sends a stream event for the request being served.
+ * Requests are served one at a time in arrival order (a run never overlaps a load), except
+ * `cancel`, answered at once. A handler may return a `Transfer` to move buffers instead of
+ * copying them; `emit(content)` sends a stream event for the request being served; `signal`
+ * aborts when the page cancels the request.
  * @param {{postMessage: Function, addEventListener: Function}} port
- * @param {Record<string, (content: any, emit: (c: any) => void) => any>} handlers
+ * @param {Record<string, (content: any, emit: (c: any) => void, signal: AbortSignal) => any>} handlers
  */
 export function serve(port, handlers) {
   let queue = Promise.resolve();
+  /** @type {Map<number, AbortController>} requests received and not yet answered */
+  const live = new Map();
   port.addEventListener('message', (e) => {
     const msg = e.data;
-    queue = queue.then(() => answer(port, handlers, msg));
+    if (msg?.kind === 'cancel') {
+      live.get(msg.content?.id)?.abort();
+      answer(port, { cancel: () => null }, msg, null);
+      return;
+    }
+    const controller = new AbortController();
+    if (Number.isInteger(msg?.id)) live.set(msg.id, controller);
+    queue = queue.then(() => answer(port, handlers, msg, controller.signal))
+      .finally(() => live.delete(msg?.id));
   });
   port.start?.();
 }
 
-async function answer(port, handlers, msg) {
+async function answer(port, handlers, msg, signal) {
   const id = Number.isInteger(msg?.id) && msg.id >= 0 ? msg.id : -1;
   try {
     checkMessage(msg, REQUESTS);
     const handler = handlers[msg.kind];
     if (!handler) throw new TypeError(`this worker does not serve ${msg.kind}`);
     const emit = (content) => port.postMessage({ kind: 'event', id, content });
-    const out = await handler(msg.content, emit);
+    const out = await handler(msg.content, emit, signal);
     if (out instanceof Transfer) port.postMessage({ kind: 'return', id, content: out.value }, out.list);
     else port.postMessage({ kind: 'return', id, content: out ?? null });
   } catch (err) {

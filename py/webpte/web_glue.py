@@ -207,8 +207,8 @@ class ChatSession:
         c = self.contract
         reason = stop_reason(None, len(t.generated), len(self.cached), t.max_new_tokens, c)
         if reason is None:
-            if hasattr(logits, "to_py"):   # a JS Float32Array: one copy, then plain floats
-                logits = logits.to_py().tolist()
+            if hasattr(logits, "to_memoryview"):   # a JS Float32Array: one copy, plain floats
+                logits = logits.to_memoryview().tolist()
             token = t.sampler(logits, self.cached)
             reason = stop_reason(token, len(t.generated), len(self.cached), t.max_new_tokens, c)
         if reason is not None:

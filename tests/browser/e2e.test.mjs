@@ -225,7 +225,7 @@ describe('errors surface as typed errors in the page', () => {
       await program.dispose();
       return seen;
     }, `/${base.pte}`);
-    assert.deepEqual(stages.filter((s) => s !== 'fetch' && s !== 'python'), ['plan', 'upload', 'ready']);
+    assert.deepEqual(stages.filter((s) => s !== 'fetch' && s !== 'python'), ['plan', 'upload', 'compile', 'ready']);
     assert.ok(stages.indexOf('fetch') < stages.indexOf('plan'), stages.join(', '));
   });
 

@@ -1,0 +1,245 @@
+// Tier 2, models: the SmolLM2 model folder (`webpte build smollm2`, from `ensure_smollm2()`)
+// served from 127.0.0.1 and run in headless Chromium through loadModel / generate. Greedy
+// in-page generation must give exactly the token ids of the native host
+// (tests/browser/make_native_generations.py); follow-ups reuse the KV cache; errors arrive
+// typed; every non-local request is blocked and the count must stay zero.
+// Needs `npm run build` (dist/) and the native venv (.venv); `make test-web` does both.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openSuitePage } from './browser.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const OUT = join(ROOT, 'build/web-test');
+const PY = process.env.WEBPTE_PY ?? join(ROOT, '.venv/bin/python');
+const LONG = { timeout: 900_000 };
+
+assert.ok(existsSync(join(ROOT, 'dist/index.js')), 'dist/ is missing: run `npm run build` first');
+const FOLDER = execFileSync(PY, ['-c', 'from webpte.build.smollm2 import ensure_smollm2; print(ensure_smollm2())'],
+  { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').pop();
+execFileSync(PY, [join(ROOT, 'tests/browser/make_native_generations.py'), join(OUT, 'native_generations.json')],
+  { stdio: ['ignore', 'ignore', 'inherit'], env: { XDG_RUNTIME_DIR: '/tmp/webpte-xdg', ...process.env } });
+const native = JSON.parse(readFileSync(join(OUT, 'native_generations.json'), 'utf8'));
+const META = JSON.parse(readFileSync(join(FOLDER, 'webpte_model.json'), 'utf8'));
+
+/** A served copy of the folder: links to its files, `changes` ({name: text | null}) replaced or left out. */
+function variant(name, changes) {
+  const dir = join(OUT, name);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(join(dir, 'tokenizer'), { recursive: true });
+  for (const file of ['webpte_model.json', ...Object.keys(META.sha256)]) {
+    if (file in changes) {
+      if (changes[file] !== null) writeFileSync(join(dir, file), changes[file]);
+    } else {
+      symlinkSync(join(FOLDER, file), join(dir, file));
+    }
+  }
+  return dir;
+}
+
+const configText = readFileSync(join(FOLDER, 'tokenizer/tokenizer_config.json'), 'utf8');
+const BAD = variant('model-corrupt', { 'tokenizer/tokenizer_config.json': `${configText} ` });
+const MISSING = variant('model-missing', { 'decoder_q8.pte': null, 'embed_tokens.scale.f32.bin': null });
+
+let s;
+const timings = [];
+
+before(async () => {
+  s = await openSuitePage({
+    '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'),
+    '/model/': FOLDER, '/bad/': BAD, '/missing/': MISSING,
+  });
+  // The model is loaded once here and kept in window.model for the tests below.
+  const load = await s.page.evaluate(async () => {
+    const stages = [];
+    const t0 = performance.now();
+    const err = await suite.errorOf((async () => {
+      window.model = await suite.webpte.loadModel('/model', {
+        onProgress: (e) => stages.push({ stage: e.stage, file: e.file, loaded: e.loaded, total: e.total, eta: e.etaSeconds }),
+      });
+    })());
+    return { err, stages, ms: performance.now() - t0, stats: window.model?.stats };
+  });
+  assert.equal(load.err, null, JSON.stringify(load.err));
+  s.load = load;
+  timings.push(`model load ${load.ms.toFixed(0)} (fetch + verify ${load.stats.fetch_ms.toFixed(0)}, Python boot `
+    + `${load.stats.decoder.python_boot_ms?.toFixed(0)}, plan ${load.stats.decoder.plan_ms.toFixed(0)}, upload ${load.stats.decoder.upload_ms.toFixed(0)})`);
+});
+
+after(async () => {
+  for (const line of timings) console.log(`# timing: ${line}`);
+  await s?.close();
+});
+
+/** Run `turns` ([{prompt, max_new_tokens}]) as one fresh conversation in the page; done events. */
+function converse(turns) {
+  return s.page.evaluate(async (list) => {
+    await window.model.reset();
+    const out = [];
+    for (const t of list) {
+      let pieces = '';
+      let done = null;
+      for await (const ev of window.model.generate({ prompt: t.prompt, maxNewTokens: t.max_new_tokens })) {
+        if (ev.type === 'text') pieces += ev.text;
+        else done = ev;
+      }
+      out.push({ ...done, pieces });
+    }
+    return out;
+  }, turns.map(({ prompt, max_new_tokens }) => ({ prompt, max_new_tokens })));
+}
+
+describe('a model folder loads in the page', () => {
+  test('progress: fetch and verify bytes add up, stages in order, ETA numbers', () => {
+    const { stages } = s.load;
+    const order = [...new Set(stages.map((e) => e.stage))];
+    assert.deepEqual(order, ['python', 'fetch', 'verify', 'plan', 'upload', 'compile', 'ready'], order.join(', '));
+    const sizes = Object.keys(META.sha256).map((f) => readFileSync(join(FOLDER, f)).length);
+    const metaBytes = readFileSync(join(FOLDER, 'webpte_model.json')).length;
+    const fetched = stages.filter((e) => e.stage === 'fetch');
+    const lastFetch = fetched.at(-1);
+    const wanted = sizes.reduce((a, b) => a + b, 0) - readFileSync(join(FOLDER, 'tokenizer/special_tokens_map.json')).length + metaBytes;
+    assert.equal(lastFetch.loaded, wanted, 'every byte of the folder counted once');
+    assert.equal(lastFetch.total, wanted);
+    assert.ok(fetched.every((e, i) => i === 0 || e.loaded >= fetched[i - 1].loaded), 'loaded never goes back');
+    assert.ok(fetched.every((e) => e.eta === null || (Number.isFinite(e.eta) && e.eta >= 0)), JSON.stringify(fetched.map((e) => e.eta)));
+    const verified = stages.filter((e) => e.stage === 'verify').at(-1);
+    assert.equal(verified.loaded, verified.total);
+  });
+});
+
+describe('greedy generation in the page gives the native token ids', () => {
+  native.conversations.forEach((turns, i) => {
+    test(`conversation ${i + 1}: ${turns.map((t) => JSON.stringify(t.prompt)).join(' then ')}`, LONG, async (t) => {
+      const got = await converse(turns);
+      got.forEach((g, j) => {
+        const want = turns[j];
+        assert.deepEqual(g.tokenIds, want.token_ids, `turn ${j + 1} (${want.prompt}): page ${JSON.stringify(g.text)}, native ${JSON.stringify(want.text)}`);
+        assert.equal(g.text, want.text);
+        assert.equal(g.pieces, want.text, 'the streamed pieces make the answer');
+        assert.equal(g.stopReason, want.stop_reason);
+        assert.equal(g.promptRows, want.prompt_rows);
+        assert.equal(g.reusedRows, want.reused_rows);
+        assert.equal(g.computedRows, want.computed_rows);
+        assert.equal(g.newTokens, want.token_ids.length);
+        if (j > 0) assert.ok(g.reusedRows > 0, 'a follow-up reuses the KV cache');
+        const line = `${want.prompt}: page prefill ${g.prefillTokensPerSecond.toFixed(2)} tok/s, decode ${g.decodeTokensPerSecond.toFixed(2)} tok/s; `
+          + `native prefill ${want.prefill_tokens_per_s.toFixed(2)}, decode ${want.decode_tokens_per_s.toFixed(2)} (${g.promptRows} rows, ${g.reusedRows} reused)`;
+        t.diagnostic(line);
+        timings.push(line);
+      });
+    });
+  });
+
+  test('an aborted turn says so and keeps the conversation usable', LONG, async () => {
+    const [first] = native.conversations[0];
+    const out = await s.page.evaluate(async (prompt) => {
+      await window.model.reset();
+      for await (const ev of window.model.generate({ prompt, maxNewTokens: 2 })) void ev; // sets up a cache to reuse
+      const stop = new AbortController();
+      const events = [];
+      for await (const ev of window.model.generate({ prompt: 'And of Spain?', maxNewTokens: 16, signal: stop.signal })) {
+        events.push(ev);
+        if (ev.type === 'text') stop.abort();
+      }
+      let left = null;
+      for await (const ev of window.model.generate({ prompt: 'Thanks!', maxNewTokens: 1 })) left = ev;
+      return { events, left };
+    }, first.prompt);
+    const done = out.events.at(-1);
+    assert.equal(done.type, 'done');
+    assert.equal(done.stopReason, 'aborted');
+    assert.ok(done.newTokens >= 1 && done.newTokens <= 2, JSON.stringify(done));
+    assert.equal(out.left.type, 'done');
+    assert.ok(out.left.reusedRows > first.prompt_rows, JSON.stringify(out.left));
+  });
+});
+
+describe('model errors surface as typed errors in the page', () => {
+  test('a new turn past the context is a ContextFullError; bad options are InputErrors', LONG, async () => {
+    const errs = await s.page.evaluate(async () => {
+      const drain = async (opts) => { for await (const ev of window.model.generate(opts)) void ev; };
+      await window.model.reset();
+      return {
+        full: await suite.errorOf(drain({ prompt: 'word '.repeat(600) })),
+        prompt: await suite.errorOf(drain({ prompt: 42 })),
+        image: await suite.errorOf(drain({ prompt: 'x', image: new ImageData(4, 4) })),
+        topP: await suite.errorOf(drain({ prompt: 'x', topP: 0 })),
+        typed: await (async () => {
+          try { await drain({ prompt: 'word '.repeat(600) }); } catch (e) { return e instanceof suite.webpte.ContextFullError && e instanceof suite.webpte.InputError; }
+          return false;
+        })(),
+      };
+    });
+    assert.equal(errs.full?.name, 'ContextFullError', JSON.stringify(errs.full));
+    assert.match(errs.full.message, /context holds 512.*reset/s);
+    assert.ok(errs.typed, 'ContextFullError is an InputError in the page');
+    for (const k of ['prompt', 'image', 'topP']) assert.equal(errs[k]?.name, 'InputError', `${k}: ${JSON.stringify(errs[k])}`);
+    assert.match(errs.image.message, /no vision program/);
+    assert.match(errs.topP.message, /top_p/);
+  });
+
+  test('a corrupted served file is a HashMismatchError, and it is neither used nor cached', LONG, async () => {
+    const out = await s.page.evaluate(async () => {
+      const err = await suite.errorOf(suite.webpte.loadModel('/bad/'));
+      const cache = await caches.open(suite.webpte.CACHE_NAME);
+      return { err, cached: !!(await cache.match(new URL('/bad/tokenizer/tokenizer_config.json', location.href).href)) };
+    });
+    assert.equal(out.err?.name, 'HashMismatchError', JSON.stringify(out.err));
+    assert.match(out.err.message, /tokenizer\/tokenizer_config\.json does not match its pinned sha256/);
+    assert.equal(out.cached, false);
+  });
+
+  test('missing files are one ModelFolderError listing them', LONG, async () => {
+    const err = await s.page.evaluate(() => suite.errorOf(suite.webpte.loadModel('/missing/')));
+    assert.equal(err?.name, 'ModelFolderError', JSON.stringify(err));
+    assert.match(err.message, /missing decoder_q8\.pte.*HTTP 404/);
+    assert.match(err.message, /missing embed_tokens\.scale\.f32\.bin/);
+    const none = await s.page.evaluate(() => suite.errorOf(suite.webpte.loadModel('/dist/')));
+    assert.equal(none?.name, 'ModelFolderError', JSON.stringify(none));
+    assert.match(none.message, /neither webpte_model\.json/);
+  });
+});
+
+describe('loading again', () => {
+  test('after dispose(), a second loadModel works: a corrupted cache entry is fetched again, local files load too', LONG, async () => {
+    const [first] = native.conversations[0];
+    const path = '/model/tokenizer/tokenizer_config.json';
+    const before = s.server.hits.get(path) ?? 0;
+    const out = await s.page.evaluate(async ({ prompt, path, files }) => {
+      await window.model.dispose();
+      const disposed = await suite.errorOf((async () => { for await (const ev of window.model.generate({ prompt })) void ev; })());
+      const cache = await caches.open(suite.webpte.CACHE_NAME);
+      const url = new URL(path, location.href).href;
+      await cache.put(url, new Response('{"corrupted": true}'));
+      const again = await suite.webpte.loadModel('/model/');
+      const repaired = await (await cache.match(url)).text();
+      const first = [];
+      for await (const ev of again.generate({ prompt, maxNewTokens: 2 })) if (ev.type === 'done') first.push(...ev.tokenIds);
+      await again.dispose();
+      // A local folder: File objects (flat names here; webkitRelativePath when picked).
+      const local = await Promise.all(files.map(async (f) => new File([await (await fetch(`/model/${f}`)).arrayBuffer()], f.split('/').pop())));
+      const fromFiles = await suite.webpte.loadModel({ files: local });
+      const second = [];
+      for await (const ev of fromFiles.generate({ prompt, maxNewTokens: 2 })) if (ev.type === 'done') second.push(...ev.tokenIds);
+      await fromFiles.dispose();
+      return { disposed, repaired, first, second, info: await suite.webpte.runtimeInfo() };
+    }, { prompt: first.prompt, path, files: ['webpte_model.json', ...Object.keys(META.sha256)] });
+    assert.equal(out.disposed?.name, 'DisposedError');
+    // one GET by loadModel (the cache entry failed its hash), one by the test making local Files
+    assert.equal(s.server.hits.get(path), before + 2, 'the corrupted cache entry was fetched again');
+    assert.equal(out.repaired, configText, 'and the cache now holds the right bytes');
+    assert.deepEqual(out.first, first.token_ids.slice(0, 2));
+    assert.deepEqual(out.second, first.token_ids.slice(0, 2));
+    assert.equal(out.info.models, 0, 'every model was disposed');
+  });
+});
+
+describe('network', () => {
+  test('no request left 127.0.0.1', () => {
+    assert.deepEqual(s.blocked, []);
+  });
+});

@@ -1,0 +1,272 @@
+// Model files in the worker: fetched from a base URL (streaming, progress, Cache API) or read
+// from a local folder (File objects), and checked against their pinned sha256 with
+// crypto.subtle before use. Which files and which hashes is Python's answer
+// (web_glue.model_manifest, from webpte.host.files); this module only moves and checks bytes.
+
+import { HashMismatchError, InputError, ModelFolderError, QuotaError } from './errors.js';
+import { Progress } from './progress.js';
+
+/** Cache API name; bump the version when the way entries are stored changes. */
+export const CACHE_NAME = 'webpte-models-v1';
+
+/** Meta files that identify a folder's layout, in the order they are looked for. */
+export const META_NAMES = Object.freeze(['webpte_model.json', 'vlm_meta.json']);
+
+/** sha256 of `bytes` as lowercase hex. @param {ArrayBuffer | ArrayBufferView} bytes */
+export async function sha256Hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+const MB = (n) => `${(n / 1e6).toFixed(1)} MB`;
+
+class MissingFile extends Error {}
+
+/**
+ * GET `url` as an ArrayBuffer, reporting each chunk: `onBytes(n, total)` (total 0 when the
+ * body is encoded or has no Content-Length). A 404 throws MissingFile.
+ * @param {string} url @param {(n: number, total: number) => void} [onBytes]
+ * @returns {Promise<ArrayBuffer>}
+ * @throws {InputError}
+ */
+export async function fetchBody(url, onBytes = () => {}) {
+  let resp;
+  try {
+    resp = await fetch(url);
+  } catch (err) {
+    throw new InputError(`fetching ${url} failed (${err.message}); check the URL and the connection`);
+  }
+  if (resp.status === 404) throw new MissingFile(`HTTP 404 at ${url}`);
+  if (!resp.ok) throw new InputError(`fetching ${url} gave HTTP ${resp.status}; check the URL`);
+  // Content-Length counts encoded bytes; only an unencoded body can be preallocated.
+  const encoded = (resp.headers.get('content-encoding') ?? 'identity') !== 'identity';
+  const total = encoded ? 0 : Number(resp.headers.get('content-length')) || 0;
+  if (!resp.body) {
+    const buf = await resp.arrayBuffer();
+    onBytes(buf.byteLength, total);
+    return buf;
+  }
+  const chunks = [];
+  let out = total ? new Uint8Array(total) : null;
+  let loaded = 0;
+  for await (const chunk of resp.body) {
+    if (out && loaded + chunk.length > total) throw new InputError(`${url} is longer than its Content-Length`);
+    if (out) out.set(chunk, loaded);
+    else chunks.push(chunk);
+    loaded += chunk.length;
+    onBytes(chunk.length, total);
+  }
+  if (!out) {
+    out = new Uint8Array(loaded);
+    let at = 0;
+    for (const c of chunks) { out.set(c, at); at += c.length; }
+  } else if (loaded !== total) {
+    throw new InputError(`${url} ended after ${loaded} of ${total} bytes; the download was cut, retry`);
+  }
+  return out.buffer;
+}
+
+/** A model folder at a base URL: file `name` is `${base}${name}`. */
+export class UrlFolder {
+  /** @param {string} base absolute URL ending in '/' */
+  constructor(base) {
+    this.base = base;
+    this.where = base;
+  }
+
+  url(name) { return new URL(name, this.base).href; }
+
+  /** The bytes of `name`, or null when the server has no such file. */
+  async probe(name) {
+    try {
+      return await fetchBody(this.url(name));
+    } catch (err) {
+      if (err instanceof MissingFile) return null;
+      throw err;
+    }
+  }
+
+  /** @param {string} name @param {(n: number, total: number) => void} onBytes */
+  read(name, onBytes) { return fetchBody(this.url(name), onBytes); }
+}
+
+/**
+ * A local folder: File objects (from `<input webkitdirectory>` or a drop), matched by their
+ * relative path (`webkitRelativePath`, else the name): `tokenizer/tokenizer.json` matches
+ * `MyModel/tokenizer/tokenizer.json`, or a lone `tokenizer.json` when only one file has that name.
+ */
+export class LocalFolder {
+  /** @param {File[]} files */
+  constructor(files) {
+    this.files = files.map((f) => ({ file: f, path: (f.webkitRelativePath || f.name).replace(/\\/g, '/') }));
+    this.where = 'the picked folder';
+  }
+
+  /** The File for `name`, or null. @param {string} name */
+  find(name) {
+    const exact = this.files.filter((f) => f.path === name || f.path.endsWith(`/${name}`));
+    if (exact.length) return exact.sort((a, b) => a.path.length - b.path.length)[0].file;
+    const base = name.split('/').pop();
+    const loose = this.files.filter((f) => f.path.split('/').pop() === base);
+    return loose.length === 1 ? loose[0].file : null;
+  }
+
+  async probe(name) {
+    const f = this.find(name);
+    return f ? f.arrayBuffer() : null;
+  }
+
+  async read(name, onBytes) {
+    const f = this.find(name);
+    if (!f) throw new MissingFile(`not among the ${this.files.length} picked files`);
+    const buf = await f.arrayBuffer();
+    onBytes(buf.byteLength, f.size);
+    return buf;
+  }
+}
+
+/**
+ * Find the folder's meta file: `{name, bytes}` of the first of META_NAMES present (for the
+ * SmolVLM layout a local folder may hold only `smolvlm_decoder_q8.pte`), or null.
+ * @param {UrlFolder | LocalFolder} folder
+ */
+export async function findMeta(folder) {
+  for (const name of META_NAMES) {
+    const bytes = await folder.probe(name);
+    if (bytes) return { name, bytes };
+  }
+  if (folder instanceof LocalFolder && folder.find('smolvlm_decoder_q8.pte')) return { name: 'vlm_meta.json', bytes: null };
+  return null;
+}
+
+async function openCache(enabled) {
+  if (!enabled || typeof caches === 'undefined') return null;
+  try {
+    return await caches.open(CACHE_NAME);
+  } catch {
+    return null; // storage disabled (private mode, policy): load without a cache
+  }
+}
+
+async function cached(cache, url) {
+  const hit = cache && await cache.match(url);
+  return hit ? hit.arrayBuffer() : null;
+}
+
+async function store(cache, url, bytes) {
+  try {
+    await cache.put(url, new Response(bytes, { headers: { 'content-length': String(bytes.byteLength) } }));
+  } catch (err) {
+    if (err?.name === 'QuotaExceededError') {
+      throw new QuotaError(`the browser refused to store ${MB(bytes.byteLength)} of model files (${url}): `
+        + 'its storage quota for this site is used up. Free space (clear this site\'s data or other '
+        + 'large site data) and retry, or load with { cache: false } to keep the model in memory only');
+    }
+    throw err;
+  }
+}
+
+function checkSize(spec, bytes) {
+  if (spec.size != null && bytes.byteLength !== spec.size) {
+    return `${spec.name} is ${bytes.byteLength} bytes, the pinned file is ${spec.size}`;
+  }
+  return null;
+}
+
+/**
+ * Read every file of `specs` (`[{name, size, sha256}]`, web_glue.model_manifest) from
+ * `folder`, check sizes and pinned sha256 values, and cache verified pinned files of a URL
+ * folder. Files already in hand (`have`, e.g. the meta file probed first) are not read again.
+ * A cached entry that fails its hash is dropped and fetched again; a fetched or local file
+ * that fails it throws HashMismatchError and is neither used nor cached.
+ * Events: `fetch` then `verify` ({file, loaded, total, fileLoaded, fileTotal, etaSeconds}).
+ * @param {UrlFolder | LocalFolder} folder
+ * @param {{name: string, size?: number | null, sha256?: string | null}[]} specs
+ * @param {{verify?: boolean, cache?: boolean, emit?: (e: object) => void, have?: Map<string, ArrayBuffer>}} [options]
+ * @returns {Promise<Map<string, ArrayBuffer>>}
+ * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError}
+ */
+export async function readModelFiles(folder, specs, { verify = true, cache = true, emit = () => {}, have = new Map() } = {}) {
+  const store_ = folder instanceof UrlFolder ? await openCache(cache) : null;
+  const out = new Map();
+  const fromCache = new Set();
+  const fetchAll = async (list) => {
+    const progress = new Progress(emit, { stage: 'fetch' });
+    for (const s of list) progress.expect(s.name, s.size ?? 0);
+    const problems = [];
+    await Promise.all(list.map(async (spec) => {
+      let bytes = have.get(spec.name) ?? null;
+      const url = store_ && spec.sha256 ? folder.url(spec.name) : null;
+      if (!bytes && url) bytes = await cached(store_, url);
+      if (bytes) {
+        if (url && !have.has(spec.name)) fromCache.add(spec.name);
+        progress.expect(spec.name, bytes.byteLength);
+        progress.add(spec.name, bytes.byteLength, { network: false });
+      } else {
+        try {
+          bytes = await folder.read(spec.name, (n, total) => {
+            if (total) progress.expect(spec.name, total);
+            progress.add(spec.name, n, { network: folder instanceof UrlFolder });
+          });
+        } catch (err) {
+          if (!(err instanceof MissingFile)) throw err;
+          problems.push(`missing ${spec.name} (${err.message})`);
+          return;
+        }
+      }
+      progress.finish(spec.name);
+      out.set(spec.name, bytes);
+    }));
+    if (problems.length) {
+      throw new ModelFolderError(`the model folder ${folder.where} is not usable:\n  - ${problems.join('\n  - ')}\n`
+        + 'Check the folder (or base URL): every file of the model must be there.', problems);
+    }
+  };
+
+  const checkAll = async (list) => {
+    const pinned = list.filter((s) => s.sha256 || s.size != null);
+    const progress = new Progress(emit, { stage: 'verify', intervalMs: 0 });
+    for (const s of pinned) progress.expect(s.name, out.get(s.name).byteLength);
+    const bad = [];
+    for (const spec of pinned) {
+      const bytes = out.get(spec.name);
+      const wrongSize = checkSize(spec, bytes);
+      const actual = !wrongSize && verify && spec.sha256 ? await sha256Hex(bytes) : null;
+      if (wrongSize || (actual && actual !== spec.sha256)) bad.push({ spec, actual, wrongSize });
+      progress.add(spec.name, bytes.byteLength, { network: false });
+    }
+    return bad;
+  };
+
+  await fetchAll(specs);
+  let bad = await checkAll(specs);
+  const stale = bad.filter((b) => fromCache.has(b.spec.name));
+  if (stale.length) { // a corrupted or outdated cache entry: drop it and fetch the file again
+    for (const { spec } of stale) {
+      await store_.delete(folder.url(spec.name));
+      out.delete(spec.name);
+      fromCache.delete(spec.name);
+    }
+    await fetchAll(stale.map((b) => b.spec));
+    bad = bad.filter((b) => !stale.includes(b)).concat(await checkAll(stale.map((b) => b.spec)));
+  }
+  if (bad.length) {
+    const { spec, actual, wrongSize } = bad[0];
+    const detail = wrongSize
+      ? { file: spec.name, expected: `${spec.size} bytes`, actual: `${out.get(spec.name).byteLength} bytes` }
+      : { file: spec.name, expected: spec.sha256, actual };
+    for (const b of bad) out.delete(b.spec.name);
+    const what = wrongSize ?? `${spec.name} does not match its pinned sha256 (expected ${spec.sha256}, got ${actual})`;
+    const more = bad.length > 1 ? ` (${bad.length - 1} more file(s) failed too: ${bad.slice(1).map((b) => b.spec.name).join(', ')})` : '';
+    throw new HashMismatchError(`${what}; the file was not used. The download may be corrupt, or `
+      + `${folder.where} holds another version of the model: download the files again${more}`, detail);
+  }
+  if (store_) {
+    for (const spec of specs) {
+      if (spec.sha256 && !fromCache.has(spec.name)) {
+        await store(store_, folder.url(spec.name), out.get(spec.name));
+      }
+    }
+  }
+  return out;
+}

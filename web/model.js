@@ -1,0 +1,207 @@
+// Models in the page: a model folder (decoder + optional vision program, int8 embeddings,
+// tokenizer, meta) loaded into the shared worker, and streamed generation.
+//
+//   const caps = await checkCapabilities();          // before any download
+//   const model = await loadModel('https://host/models/smolvlm/', { onProgress });
+//   for await (const ev of model.generate({ prompt: 'What animal is this?', image: file })) {
+//     if (ev.type === 'text') out.textContent += ev.text; else console.log(ev.stopReason);
+//   }
+//   model.reset();            // a new conversation; otherwise follow-ups reuse the KV cache
+//   await model.dispose();
+
+import { resolveURL, runtime } from './client.js';
+import { DisposedError, InputError } from './errors.js';
+import { imagePixels } from './image.js';
+
+/**
+ * Load a model folder into the page's webpte worker: fetch (or read) every file, check the
+ * pinned sha256 values, boot Python, plan and upload the programs.
+ *
+ * A folder is either webpte's layout (`webpte_model.json` naming the files, with their sha256)
+ * or the published SmolVLM repo's (`smolvlm_decoder_q8.pte`, `smolvlm_vision_q8.pte`,
+ * `embed_tokens.i8.bin`, `embed_tokens.scale.f32.bin`, `vlm_meta.json`, `tokenizer/...`, checked
+ * against the pinned hashes). Fetched files with a pinned hash are kept in the Cache API
+ * (`CACHE_NAME`); a cached copy that fails its hash is fetched again.
+ *
+ * @param {string | URL | {files: File[] | FileList}} source the folder's base URL (file `name` is
+ *   fetched from `${base}${name}`; a missing trailing '/' is added), or local files (e.g. from
+ *   `<input type=file webkitdirectory>` or a drop) matched by relative path, else by name
+ * @param {object} [options]
+ * @param {(event: {stage: 'fetch'|'verify'|'python'|'plan'|'upload'|'compile'|'ready', file?: string,
+ *   loaded?: number, total?: number, fileLoaded?: number, fileTotal?: number, etaSeconds?: number | null}) => void}
+ *   [options.onProgress] `fetch` and `verify`: `loaded`/`total` bytes over all files of the model,
+ *   `fileLoaded`/`fileTotal` of `file`, `etaSeconds` at the network rate (null until known);
+ *   plan/upload/compile come once per program (decoder, then vision)
+ * @param {boolean} [options.verify] check pinned sha256 values (default true)
+ * @param {boolean} [options.cache] keep fetched files in the Cache API (default true)
+ * @returns {Promise<Model>}
+ * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError | PteFormatError |
+ *   UnsupportedOpError | PlanError | AdapterError | WorkerError}
+ */
+export async function loadModel(source, { onProgress, verify = true, cache = true } = {}) {
+  let content;
+  if (source instanceof URL) source = source.href;
+  if (typeof source === 'string') {
+    const url = resolveURL(source);
+    content = { base: url.endsWith('/') ? url : `${url}/` };
+  } else if (source && typeof source === 'object' && source.files && typeof source.files.length === 'number') {
+    const files = Array.from(source.files);
+    if (!files.length || !files.every((f) => typeof Blob !== 'undefined' && f instanceof Blob)) {
+      throw new InputError('loadModel({files}) takes the File objects of the model folder (a FileList or an array)');
+    }
+    content = { files };
+  } else {
+    throw new InputError('loadModel takes a base URL string of a model folder or {files: File[] | FileList}');
+  }
+  const client = runtime();
+  const info = await client.request('loadModel', { ...content, verify: !!verify, cache: !!cache }, { onEvent: onProgress });
+  return new Model(client, info);
+}
+
+/** A loaded model. Make it with `loadModel`. */
+export class Model {
+  /** @private */
+  constructor(client, info) {
+    this.client = client;
+    this.handle = info.handle;
+    /** Name from the meta file. */
+    this.name = info.name;
+    /** 'webpte' or 'smolvlm' (the folder layout). */
+    this.layout = info.layout;
+    /** Whether the model takes an image (it has a vision program). */
+    this.hasVision = info.vision;
+    /** [height, width] the vision program takes, or null. */
+    this.imageSize = info.imageSize;
+    /** Positions of the decoder's context (prompt + answer of every turn of a conversation). */
+    this.maxContext = info.maxContext;
+    /** Load statistics (ms): fetch_ms, load_ms, per program plan/upload/pipelines timings. */
+    this.stats = info.stats;
+    this.disposed = false;
+  }
+
+  /**
+   * Answer `prompt` (optionally about `image`) in this conversation. Yields
+   * `{type: 'text', text}` pieces as they are decoded (a partial UTF-8 character is held back),
+   * then one `{type: 'done', tokenIds, text, promptRows, reusedRows, computedRows, newTokens,
+   * prefillTokensPerSecond, decodeTokensPerSecond, prefillSeconds, decodeSeconds, visionSeconds,
+   * stopReason: 'stop_token'|'max_new_tokens'|'context_full'|'aborted'}`. Follow-up calls reuse
+   * the KV cache of earlier turns (`reusedRows`); `reset()` starts a new conversation. Leaving
+   * the loop early stops the generation (the turn keeps what was generated).
+   * @param {object} options
+   * @param {string} options.prompt the user's message
+   * @param {ImageBitmapSource} [options.image] a picture (File/Blob, <img>, canvas, ImageBitmap,
+   *   ImageData) for a model with a vision program; resized to `imageSize` by the browser
+   * @param {number} [options.maxNewTokens] default 256
+   * @param {number} [options.temperature] 0 (default) is greedy
+   * @param {number} [options.topK] 0 (default): no limit
+   * @param {number} [options.topP] default 1
+   * @param {number} [options.repetitionPenalty] default 1 (none)
+   * @param {number} [options.seed] seed of the sampler (same seed, same tokens)
+   * @param {AbortSignal} [options.signal] stops generation: the done event says 'aborted'
+   * @returns {AsyncGenerator<object>}
+   * @throws {ContextFullError | InputError | TemplateError | DeviceLostError | DisposedError}
+   */
+  async *generate({ prompt, image = null, maxNewTokens = 256, temperature = 0, topK = 0, topP = 1,
+    repetitionPenalty = 1, seed = null, signal } = {}) {
+    if (this.disposed) throw new DisposedError('this model was disposed; load it again');
+    if (typeof prompt !== 'string') throw new InputError('generate({prompt}) takes the message as a string');
+    const options = { maxNewTokens, temperature, topK, topP, repetitionPenalty, seed };
+    for (const [k, v] of Object.entries(options)) {
+      if (v != null && !Number.isFinite(v)) throw new InputError(`generate(): ${k} must be a finite number, got ${v}`);
+    }
+    let pixels = null;
+    const transfer = [];
+    if (image != null) {
+      if (!this.hasVision) throw new InputError(`model ${this.name} has no vision program; it takes text only`);
+      const [h, w] = this.imageSize;
+      const px = await imagePixels(image, h, w);
+      pixels = { data: new Uint8Array(px.data), height: h, width: w }; // a copy the worker may own
+      transfer.push(pixels.data.buffer);
+    }
+    const stop = new AbortController();
+    const signals = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
+    const queue = [];
+    let wake = null;
+    let settled = null;
+    const ping = () => { wake?.(); wake = null; };
+    this.client.request('generate', { handle: this.handle, prompt, image: pixels, ...options },
+      { transfer, signal: signals, onEvent: (e) => { queue.push(e); ping(); } })
+      .then((done) => { settled = { done }; }, (error) => { settled = { error }; })
+      .finally(ping);
+    try {
+      for (;;) {
+        if (queue.length) {
+          yield queue.shift();
+        } else if (settled) {
+          if (settled.error) throw settled.error;
+          yield settled.done;
+          return;
+        } else {
+          await new Promise((r) => { wake = r; });
+        }
+      }
+    } finally {
+      if (!settled) stop.abort(); // the loop was left early
+    }
+  }
+
+  /**
+   * Start a new conversation (forget the turns, zero the KV cache). Requests are served in
+   * order, so a generate() after reset() sees the new conversation without awaiting this.
+   * @returns {Promise<void>}
+   */
+  reset() {
+    if (this.disposed) return Promise.reject(new DisposedError('this model was disposed; load it again'));
+    return this.client.request('resetModel', { handle: this.handle });
+  }
+
+  /** Free the model's GPU memory and files in the worker. @returns {Promise<void>} */
+  async dispose() {
+    if (this.disposed) return;
+    this.disposed = true;
+    await this.client.request('disposeModel', { handle: this.handle });
+  }
+}
+
+const WEBGPU_HINT = 'use a WebGPU browser (Chrome/Edge 113+, Safari 26+, Firefox 141+) over https or localhost';
+
+/**
+ * What this browser offers webpte, before any download: `{webgpu, adapter: {vendor,
+ * architecture, device, description, isFallbackAdapter} | null, limits, features, wgslFeatures,
+ * problems, warnings}`. `problems` says why models cannot run here (empty: they can);
+ * `warnings` what will be slow or not kept (a software adapter, no Cache API).
+ * @param {{gpu?: GPU}} [options]
+ * @returns {Promise<object>}
+ */
+export async function checkCapabilities({ gpu = globalThis.navigator?.gpu } = {}) {
+  const problems = [];
+  const warnings = [];
+  const out = { webgpu: false, adapter: null, limits: {}, features: [], wgslFeatures: [], problems, warnings };
+  if (globalThis.isSecureContext === false) problems.push(`this page is not a secure context: ${WEBGPU_HINT}`);
+  if (typeof Worker === 'undefined') problems.push('this browser has no Web Workers; webpte runs models in one');
+  if (!globalThis.crypto?.subtle) problems.push('crypto.subtle is missing (not a secure context?): downloads cannot be verified');
+  if (typeof caches === 'undefined') warnings.push('no Cache API here: model files are downloaded again on every visit');
+  if (!gpu) {
+    problems.push(`this browser exposes no WebGPU (navigator.gpu is missing); ${WEBGPU_HINT}`);
+    return out;
+  }
+  out.wgslFeatures = [...(gpu.wgslLanguageFeatures ?? [])];
+  let adapter = null;
+  try {
+    adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+    if (!adapter) problems.push('WebGPU gave no adapter; enable hardware acceleration or WebGPU in the browser settings');
+  } catch (err) {
+    problems.push(`requesting a WebGPU adapter failed (${err.message}); ${WEBGPU_HINT}`);
+  }
+  if (!adapter) return out;
+  out.webgpu = true;
+  const info = adapter.info ?? {};
+  out.adapter = {
+    vendor: info.vendor ?? '', architecture: info.architecture ?? '', device: info.device ?? '',
+    description: info.description ?? '', isFallbackAdapter: !!(info.isFallbackAdapter ?? adapter.isFallbackAdapter),
+  };
+  for (const k in adapter.limits) if (typeof adapter.limits[k] === 'number') out.limits[k] = adapter.limits[k];
+  out.features = [...adapter.features];
+  if (out.adapter.isFallbackAdapter) warnings.push('the WebGPU adapter is a software fallback: generation will be slow');
+  return out;
+}

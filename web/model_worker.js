@@ -1,0 +1,247 @@
+// Models in the worker: a decoder (+ vision) program, the embedding table, the tokenizer and
+// a Python ChatSession (web_glue: chat template, turn decisions, sampler). Serves loadModel,
+// generate, resetModel and disposeModel. Python decides; this module moves tokens, embeddings
+// and logits between the tokenizer, the executors and Python.
+
+import { DisposedError, InputError, ModelFolderError } from './errors.js';
+import { EmbeddingTable, PromptRows } from './embeddings.js';
+import { LocalFolder, UrlFolder, findMeta, readModelFiles } from './files.js';
+import { pixelValues } from './image.js';
+import { bootPython, callPy, loadExecutor } from './runtime.js';
+import { TextStream, TextTokenizer } from './tokenizer.js';
+
+let tokenizerLib = null;
+function tokenizerClass() {
+  tokenizerLib ??= import(new URL('./vendor/tokenizers.mjs', import.meta.url).href).then((m) => m.Tokenizer);
+  tokenizerLib.catch(() => { tokenizerLib = null; });
+  return tokenizerLib;
+}
+
+const text = (buf) => new TextDecoder().decode(buf);
+
+function parseJSON(buf, name) {
+  try {
+    return JSON.parse(text(buf));
+  } catch (err) {
+    throw new ModelFolderError(`${name} is not valid JSON (${err.message}); download the model files again`, [`${name} is not valid JSON`]);
+  }
+}
+
+/** A loaded model in the worker. */
+class WorkerModel {
+  /**
+   * Fetch/read, verify, plan and upload every file of the folder.
+   * @param {{base?: string, files?: File[], verify?: boolean, cache?: boolean}} source
+   * @param {(e: object) => void} emit
+   */
+  static async load({ base, files, verify = true, cache = true }, emit) {
+    const t0 = performance.now();
+    const folder = files ? new LocalFolder(files) : new UrlFolder(base);
+    const booting = bootPython(emit);
+    const meta = await findMeta(folder);
+    const { glue } = await booting;
+    // undefined, not null: Pyodide hands JS null to Python as JsNull, undefined as None
+    const manifest = callPy(() => glue.model_manifest(meta?.name ?? '', meta?.bytes ? text(meta.bytes) : undefined, folder.where),
+      'reading the model folder');
+    const have = new Map(meta?.bytes ? [[meta.name, meta.bytes]] : []);
+    const bytes = await readModelFiles(folder, manifest.files, { verify, cache, emit, have });
+    const fetch_ms = performance.now() - t0;
+    const file = (role) => {
+      const spec = manifest.files.find((f) => f.role === role);
+      return spec ? bytes.get(spec.name) : null;
+    };
+    const m = new WorkerModel(manifest);
+    try {
+      m.decoder = await loadExecutor(file('decoder'), { emit });
+      if (file('vision')) m.vision = await loadExecutor(file('vision'), { emit });
+      m.setup(glue, file, await tokenizerClass());
+    } catch (err) {
+      m.dispose();
+      throw err;
+    }
+    m.stats = { fetch_ms, load_ms: performance.now() - t0, decoder: m.decoder.stats, vision: m.vision?.stats ?? null };
+    emit({ stage: 'ready' });
+    return m;
+  }
+
+  constructor(manifest) {
+    this.manifest = manifest;
+    this.decoder = null;
+    this.vision = null;
+    this.session = null;
+    this.images = []; // image embeddings of the conversation, [rows, hidden] each
+  }
+
+  setup(glue, file, Tokenizer) {
+    const plan = this.decoder.executor.plan;
+    const [posIndex, rows] = this.decoder.positionInput ?? [];
+    if (posIndex == null || plan.inputs.length !== 2 || plan.max_context == null) {
+      throw new ModelFolderError('the decoder is not a windowed decoder (embeds, input_pos) with a KV cache; '
+        + 'use a model exported with the webpte decoder recipe', ['the decoder takes no input_pos']);
+    }
+    this.posIndex = posIndex;
+    this.embedsIndex = 1 - posIndex;
+    this.rows = rows;
+    this.hidden = plan.inputs[this.embedsIndex].shape.at(-1);
+    this.maxContext = plan.max_context;
+    this.vocab = plan.outputs[0].shape.at(-1);
+    const problems = [];
+    if (this.manifest.hidden_size != null && this.manifest.hidden_size !== this.hidden) {
+      problems.push(`the meta file says hidden size ${this.manifest.hidden_size}, the decoder takes ${this.hidden}`);
+    }
+    const configBytes = file('tokenizer_config');
+    this.tokenizer = new TextTokenizer(Tokenizer, parseJSON(file('tokenizer'), 'tokenizer.json'),
+      configBytes ? parseJSON(configBytes, 'tokenizer_config.json') : {});
+    this.table = new EmbeddingTable(file('embed_tokens'), file('embed_scales'), this.hidden);
+    this.session = glue.ChatSession(JSON.stringify(this.manifest), configBytes ? text(configBytes) : '{}',
+      (t) => this.tokenizer.tokenId(t), this.rows, this.maxContext);
+    this.facts = callPy(() => this.session.setup(), 'checking the tokenizer');
+    if (this.vision) {
+      const [input] = this.vision.executor.plan.inputs;
+      const [output] = this.vision.executor.plan.outputs;
+      this.imageSize = input.shape.slice(-2); // [height, width] of NCHW pixel_values
+      const [imageRows, width] = output.shape.slice(-2);
+      if (width !== this.hidden) problems.push(`the vision program gives ${width}-wide rows, the decoder takes ${this.hidden}`);
+      if (imageRows !== this.facts.image_rows) problems.push(`the vision program gives ${imageRows} rows, the prompt has ${this.facts.image_rows} <image> tokens per image`);
+      if (this.facts.image_id == null) problems.push('the model has a vision program but its tokenizer has no <image> token');
+    }
+    if (problems.length) {
+      throw new ModelFolderError(`the model's files do not fit together:\n  - ${problems.join('\n  - ')}`, problems);
+    }
+  }
+
+  /** What the page learns about the model. */
+  info(handle) {
+    return {
+      handle, name: this.manifest.name, layout: this.manifest.layout, vision: !!this.vision,
+      imageSize: this.imageSize ?? null, maxContext: this.maxContext, hidden: this.hidden,
+      vocab: this.vocab, stats: this.stats,
+    };
+  }
+
+  async #window(prompt, start) {
+    const inputs = [];
+    inputs[this.embedsIndex] = { data: prompt.window(start, this.rows), shape: [1, this.rows, this.hidden] };
+    inputs[this.posIndex] = new BigInt64Array([BigInt(start)]);
+    const [logits] = await this.decoder.executor.run(inputs);
+    return logits;
+  }
+
+  /**
+   * One turn: the answer to `prompt` streamed as `{type: 'text', text}` events; returns the
+   * done event's fields.
+   */
+  async generate(opts, emit, signal) {
+    const { prompt, image = null, maxNewTokens = 256, temperature = 0, topK = 0, topP = 1,
+      repetitionPenalty = 1, seed = null } = opts;
+    if (typeof prompt !== 'string') throw new InputError('generate({prompt}) takes the question as a string');
+    const session = this.session;
+    let images = this.images;
+    let vision_s = 0;
+    if (image) {
+      if (!this.vision) throw new InputError(`model ${this.manifest.name} has no vision program; it takes text only`);
+      const [h, w] = this.imageSize;
+      const t = performance.now();
+      const [rows] = await this.vision.executor.run([{ data: pixelValues(image.data, image.height, image.width), shape: [1, 3, h, w] }]);
+      vision_s = (performance.now() - t) / 1000;
+      images = [...images, rows];
+    }
+    const ids = this.tokenizer.encode(callPy(() => session.render(prompt, !!image), 'rendering the prompt'));
+    const rows = new PromptRows(this.table, ids, images, this.facts.image_id);
+    const options = JSON.stringify({ max_new_tokens: maxNewTokens, temperature, top_k: topK, top_p: topP,
+      repetition_penalty: repetitionPenalty, seed });
+    const { reuse, starts } = callPy(() => session.begin(prompt, !!image, ids, options), 'starting the turn');
+    const stream = new TextStream(this.tokenizer);
+    let stopReason = 'aborted';
+    let prefill_s = 0;
+    let decode_s = 0;
+    let prefilled = false;
+    try {
+      const t1 = performance.now();
+      let logits = null;
+      for (const s of starts) {
+        if (signal?.aborted) break;
+        logits = await this.#window(rows, s);
+      }
+      prefill_s = (performance.now() - t1) / 1000;
+      prefilled = !signal?.aborted;
+      if (prefilled) {
+        callPy(() => session.prefilled(), 'the turn');
+        this.images = images;
+        const t2 = performance.now();
+        try {
+          while (!signal?.aborted) {
+            const step = callPy(() => session.step(logits), 'sampling');
+            if (step.stop) { stopReason = step.stop; break; }
+            const piece = stream.push(step.token);
+            if (piece) emit({ type: 'text', text: piece });
+            rows.push(step.token);
+            logits = await this.#window(rows, step.start);
+          }
+        } finally {
+          decode_s = (performance.now() - t2) / 1000;
+        }
+      }
+    } finally {
+      callPy(() => session.finish(stream.text), 'ending the turn');
+    }
+    const computed = prefilled && starts.length ? ids.length - starts[0] : 0;
+    const newTokens = stream.ids.length;
+    return {
+      type: 'done', tokenIds: [...stream.ids], text: stream.text, promptRows: ids.length, reusedRows: reuse,
+      computedRows: computed, prefillWindows: starts.length, newTokens,
+      prefillTokensPerSecond: prefill_s ? computed / prefill_s : 0,
+      decodeTokensPerSecond: decode_s ? newTokens / decode_s : 0,
+      prefillSeconds: prefill_s, decodeSeconds: decode_s, visionSeconds: vision_s, stopReason,
+    };
+  }
+
+  async reset() {
+    callPy(() => this.session.reset(), 'reset');
+    this.images = [];
+    await this.decoder.executor.reset();
+  }
+
+  dispose() {
+    this.decoder?.executor.dispose();
+    this.vision?.executor.dispose();
+    this.session?.destroy();
+    this.decoder = this.vision = this.session = this.table = null;
+    this.images = [];
+  }
+}
+
+/** The model request handlers of the worker, and how many models are loaded. */
+export function modelHandlers() {
+  /** @type {Map<number, WorkerModel>} */
+  const models = new Map();
+  let next = 1;
+  const model = (handle) => {
+    const m = models.get(handle);
+    if (!m) throw new DisposedError(`model ${handle} was disposed; load it again`);
+    return m;
+  };
+  return {
+    count: () => models.size,
+    handlers: {
+      /** {base | files, verify, cache} -> model info */
+      async loadModel(source, emit) {
+        const m = await WorkerModel.load(source, emit);
+        const handle = next++;
+        models.set(handle, m);
+        return m.info(handle);
+      },
+      /** {handle, prompt, image?, ...options} -> done fields; text events while it runs */
+      generate({ handle, ...opts }, emit, signal) {
+        return model(handle).generate(opts, emit, signal);
+      },
+      async resetModel({ handle }) {
+        await model(handle).reset();
+      },
+      async disposeModel({ handle }) {
+        models.get(handle)?.dispose();
+        models.delete(handle);
+      },
+    },
+  };
+}

@@ -1,0 +1,141 @@
+// What the worker's request handlers share: Pyodide (booted once, from the bundled wheels),
+// one GPUDevice, and loading a method (plan in Python or a given plan -> Executor).
+
+import { Executor, checkLimits, requestDevice } from './executor.js';
+import { WebpteError, WorkerError, errorFromWire } from './errors.js';
+import { parsePlan } from './plan.js';
+
+const BASE = new URL('./', import.meta.url);
+let python = null; // Promise of {pyodide, glue, boot_ms}
+let device = null; // Promise<GPUDevice>, shared by the programs of this worker
+
+/** Whether Python was booted (or is booting). */
+export const pythonStarted = () => python !== null;
+
+/** The shared device, if one was made. @returns {Promise<GPUDevice> | null} */
+export const currentDevice = () => device;
+
+/**
+ * Boot Pyodide once (emits `{stage: 'python'}` the first time) and import webpte.web_glue.
+ * @param {(e: object) => void} emit
+ * @returns {Promise<{pyodide: any, glue: any, boot_ms: number}>}
+ */
+export function bootPython(emit) {
+  python ??= (async () => {
+    const t0 = performance.now();
+    emit({ stage: 'python' });
+    let loadPyodide;
+    try {
+      ({ loadPyodide } = await import(new URL('pyodide/pyodide.mjs', BASE).href));
+    } catch (err) {
+      throw new WorkerError(`the Pyodide core is missing next to worker.js (${err.message}); serve the whole dist/ built by \`npm run build\``);
+    }
+    const pyodide = await loadPyodide({
+      indexURL: new URL('pyodide/', BASE).href,
+      lockFileURL: new URL('wheels/pyodide-lock.json', BASE).href,
+      packages: ['webpte'],
+      stdout: (s) => console.log(`[python] ${s}`),
+      stderr: (s) => console.warn(`[python] ${s}`),
+    });
+    const glue = pyodide.pyimport('webpte.web_glue');
+    return { pyodide, glue, boot_ms: performance.now() - t0 };
+  })();
+  python.catch(() => { python = null; });
+  return python;
+}
+
+/** A Python failure that is not a webpte error: a bug to report, with where it happened. */
+export function pythonBug(err, what) {
+  const lines = String(err?.message ?? err).trim().split('\n');
+  const where = lines.filter((l) => l.trimStart().startsWith('File ')).pop()?.trim() ?? '';
+  return new WebpteError(`${what} failed unexpectedly in Python (${lines.pop()} at ${where}); please report it`);
+}
+
+/**
+ * Call a web_glue function answering `{"ok": value}` / `{"error": {...}}` JSON: the value, or
+ * the typed error (same class name as in Python).
+ * @param {() => string} call @param {string} what for messages
+ */
+export function callPy(call, what) {
+  let out;
+  try {
+    out = JSON.parse(call());
+  } catch (err) {
+    throw pythonBug(err, what);
+  }
+  if (out.error) throw errorFromWire(out.error);
+  return out.ok;
+}
+
+/**
+ * The worker's GPUDevice, made once with limits covering `needed` (plan.limits).
+ * @param {Record<string, number>} needed
+ */
+export async function sharedDevice(needed) {
+  if (device) {
+    const d = await device;
+    checkLimits(needed, d.limits);
+    return d;
+  }
+  device = requestDevice(needed);
+  device.catch(() => { device = null; });
+  const d = await device;
+  d.lost.then(() => { device = null; });
+  return d;
+}
+
+/** WGSL language features of this browser: kernel variants (e.g. dot4 int8) depend on them. */
+function wgslFeatures() {
+  return [...(navigator.gpu?.wgslLanguageFeatures ?? [])];
+}
+
+async function planInPython(bytes, method, emit) {
+  const { glue, boot_ms } = await bootPython(emit);
+  emit({ stage: 'plan' });
+  const t0 = performance.now();
+  const view = new Uint8Array(bytes);
+  const source = glue.RangeSource(view.byteLength, (start, stop) => view.subarray(start, stop));
+  let result;
+  try {
+    result = JSON.parse(glue.plan_program(source, method, wgslFeatures()));
+  } catch (err) {
+    throw pythonBug(err, 'the planner');
+  } finally {
+    source.destroy();
+  }
+  if (result.error) throw errorFromWire(result.error);
+  return { ...result, boot_ms, plan_total_ms: performance.now() - t0 };
+}
+
+/**
+ * Plan (in Python, unless `plan` is given) and upload one method of a program file.
+ * Emits plan, upload, compile (kernels), but not ready.
+ * @param {ArrayBuffer} bytes the .pte file
+ * @param {{method?: string, plan?: string | object | null, poison?: boolean, emit: (e: object) => void}} options
+ * @returns {Promise<{executor: Executor, positionInput: number[] | null, stats: object}>}
+ */
+export async function loadExecutor(bytes, { method = 'forward', plan = null, poison = false, emit }) {
+  let planned;
+  if (plan == null) planned = await planInPython(bytes, method, emit);
+  else if (typeof plan === 'object' && 'plan' in plan) planned = { position_input: null, ...plan };
+  else planned = { plan, position_input: null };
+  const parsed = parsePlan(planned.plan, { fileSize: bytes.byteLength });
+  emit({ stage: 'upload' });
+  const t1 = performance.now();
+  const executor = await Executor.create(parsed, bytes, {
+    device: await sharedDevice(parsed.limits), poison, onStage: (stage) => emit({ stage }),
+  });
+  await executor.device.queue.onSubmittedWorkDone();
+  return {
+    executor,
+    positionInput: planned.position_input ?? null,
+    stats: {
+      file_bytes: bytes.byteLength, bytes_read_by_python: planned.bytes_read ?? null,
+      constant_bytes: parsed.buffers.reduce((n, b) => n + (b.init?.kind === 'file' ? b.init.nbytes : 0), 0),
+      dispatches: parsed.dispatches.length, kernels: parsed.kernels.length, features: parsed.features,
+      python_boot_ms: planned.boot_ms ?? null, plan_ms: planned.plan_ms ?? null,
+      plan_total_ms: planned.plan_total_ms ?? null, upload_ms: performance.now() - t1,
+      ...executor.timings,
+    },
+  };
+}
