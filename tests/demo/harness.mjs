@@ -3,7 +3,7 @@
 // to any other host. The site is a private copy (`make test-demo` builds it into
 // build/demo-site with `node demo/build.mjs --out build/demo-site --model ...`), so a
 // concurrent `npm run build` cannot pull dist/ away mid-test; WEBPTE_DEMO_SITE overrides it.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -16,11 +16,6 @@ const CHROMIUM = process.env.WEBPTE_CHROMIUM ?? '/usr/bin/chromium';
 const BASE_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage'];
 
-/** Whether the site's index.js has the model API yet; until then the tests serve the stand-in. */
-export function realModelAPI() {
-  return /\bloadModel\b/.test(readFileSync(join(SITE, 'index.js'), 'utf8'));
-}
-
 export function checkBuilt() {
   for (const f of ['index.js', 'index.html', 'sw.js', 'demo/app.js', 'models/smollm2/webpte_model.json']) {
     if (!existsSync(join(SITE, f))) throw new Error(`${SITE}/${f} is missing: run \`make test-demo\` (it builds the site)`);
@@ -28,11 +23,11 @@ export function checkBuilt() {
 }
 
 /**
- * Serve the site (plus `files`: {"/path": Buffer | "/abs/file"}); with the stand-in model API
- * at /index.js until the real one lands.
+ * Serve the site (plus `files`: {"/path": Buffer | "/abs/file"}). `standIn` puts the stand-in
+ * model API (tests/demo/standin_webpte.js) at /index.js instead of webpte's.
  */
-export function serveSite(files = {}) {
-  const extra = realModelAPI() ? {} : { '/index.js': join(ROOT, 'tests/demo/fake_webpte.js') };
+export function serveSite(files = {}, { standIn = false } = {}) {
+  const extra = standIn ? { '/index.js': join(ROOT, 'tests/demo/standin_webpte.js') } : {};
   return serveStatic({ root: SITE, files: { ...extra, ...files }, cache: 'no-store' });
 }
 

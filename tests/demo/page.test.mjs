@@ -40,7 +40,6 @@ const rates = [];
 before(async () => {
   site = await h.serveSite(brokenFolders());
   browser = await h.launch();
-  console.log(`# demo tests against ${h.realModelAPI() ? 'the real model API' : 'the stand-in model API (tests/demo/fake_webpte.js)'}`);
 });
 
 after(async () => {
@@ -153,6 +152,65 @@ describe('demo page', () => {
       assert.match(paris.text, /Paris/);
       rates.push(`picked folder: prefill ${paris.prefill}; decode ${paris.decode}`);
     });
+  });
+
+  test('a model folder dropped on the page loads', LONG, async () => {
+    await withPage({}, async (page) => {
+      const names = ['webpte_model.json', ...Object.keys(meta.sha256)];
+      // A drop of loose files (no folder entries): they are matched by name.
+      await page.evaluate(async (files) => {
+        const dt = new DataTransfer();
+        for (const name of files) {
+          const blob = await (await fetch(`/models/smollm2/${name}`)).blob();
+          dt.items.add(new File([blob], name.split('/').pop()));
+        }
+        document.getElementById('folder-drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+      }, names);
+      await page.waitForFunction(() => document.getElementById('folder-summary').textContent);
+      assert.equal(await page.isChecked('input[name=source][value=folder]'), true);
+      assert.match(await page.textContent('#folder-summary'), new RegExp(`${names.length} files.*text only`));
+      await h.loadAndWait(page);
+      assert.equal(await h.shownError(page), null);
+      assert.equal(await page.isVisible('#chat'), true);
+    });
+  });
+
+  test('a picture dropped for a vision model goes with the next question only (stand-in model API)', LONG, async () => {
+    const files = { '/vlm/webpte_model.json': Buffer.from(JSON.stringify({ ...meta, name: 'stand-in VLM', vision: 'vision.pte' })) };
+    for (const name of Object.keys(meta.sha256)) files[`/vlm/${name}`] = join(h.MODEL, name);
+    const own = await h.serveSite(files, { standIn: true });
+    const context = await h.guardedContext(browser, own);
+    try {
+      const page = await h.openDemo(context, own);
+      await page.check('input[name=source][value=hub]');
+      await page.fill('#hub-url', `${own.url}/vlm/`);
+      await h.loadAndWait(page);
+      assert.equal(await page.isVisible('#picture-controls'), true);
+      assert.equal(await page.isVisible('#picture-preview'), false);
+      await page.evaluate(async () => {
+        const canvas = new OffscreenCanvas(40, 30);
+        const g = canvas.getContext('2d');
+        g.fillStyle = '#c33';
+        g.fillRect(0, 0, 40, 30);
+        const dt = new DataTransfer();
+        dt.items.add(new File([await canvas.convertToBlob({ type: 'image/png' })], 'red.png', { type: 'image/png' }));
+        document.getElementById('picture-drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+      });
+      assert.equal(await page.isVisible('#picture-preview'), true);
+      await h.ask(page, 'What colour is this?');
+      assert.equal(await page.isVisible('#picture-preview'), false, 'the composer is cleared');
+      assert.equal(await page.locator('#transcript .user img.thumb').count(), 1);
+      await h.ask(page, 'Are you sure?');
+      const calls = await page.evaluate(() => globalThis.standInCalls);
+      assert.equal(calls.length, 2);
+      assert.equal(calls[0].image?.type, 'image/png');
+      assert.ok(calls[0].image.size > 0);
+      assert.equal(calls[1].image, null, 'a follow-up sends no picture again');
+    } finally {
+      await context.close();
+      await own.close();
+    }
+    assert.deepEqual(context.blocked, []);
   });
 
   for (const [folder, name, title] of [

@@ -1,7 +1,8 @@
-// A stand-in for webpte's model API (loadModel, checkCapabilities and the typed errors) while
-// the real one is being written: the browser tests serve it as /index.js. It fetches and
-// checks a model folder like the real API (progress, sha256, .pte header) and streams a
-// canned answer. Test harness only: never part of the site.
+// A stand-in for webpte's model API (loadModel, checkCapabilities and the typed errors): one
+// browser test serves it as /index.js for the picture controls, which need a model with a
+// vision program (the SmolVLM files cannot be had offline). It fetches and checks a model folder like the real API
+// (progress, sha256, .pte header), streams a canned answer and records each generate() call
+// in `globalThis.standInCalls`. Test harness only: never part of the site.
 import { InputError, NoWebGPUError, PteFormatError, WebpteError } from './errors.js';
 
 export * from './errors.js';
@@ -99,7 +100,8 @@ class FakeModel {
     this.hasVision = meta.vision != null;
   }
 
-  async *generate({ prompt, maxNewTokens = 128, signal }) {
+  async *generate({ prompt, image = null, maxNewTokens = 128, signal }) {
+    (globalThis.standInCalls ??= []).push({ prompt, image: image && { type: image.type, size: image.size } });
     const answer = /capital of France/i.test(prompt) ? 'The capital of France is Paris.' : 'I am a stand-in model for the page\'s tests.';
     const pieces = answer.split(/(?= )/).slice(0, maxNewTokens);
     const promptRows = this.rows + 20 + prompt.length;
