@@ -192,3 +192,31 @@ def test_chat_session_samples_like_the_native_sampler():
             break
         assert got["token"] == want
         history.append(want)
+
+
+def test_page_python_needs_no_numpy_wgpu_or_tokenizers():
+    import subprocess
+    import sys
+
+    script = r"""
+import importlib.machinery, json, sys
+_find = importlib.machinery.PathFinder.find_spec
+HIDDEN = ("numpy", "wgpu", "tokenizers", "PIL")
+def hidden_find(name, path=None, target=None):
+    return None if name.split(".")[0] in HIDDEN else _find(name, path, target)
+importlib.machinery.PathFinder.find_spec = hidden_find
+for mod in HIDDEN:
+    sys.modules[mod] = None
+from webpte.web_glue import ChatSession, model_manifest
+vocab = {"<|im_start|>": 1, "<|im_end|>": 2}
+s = ChatSession(json.dumps({"sink_token": "<|im_start|>", "stop_tokens": ["<|im_end|>"]}),
+                json.dumps({"chat_template": "{{ messages[0]['content'] }}"}),
+                lambda t: vocab.get(t, -1), 4, 64)
+assert "ok" in json.loads(s.setup())
+assert json.loads(s.render("hi"))["ok"] == "hi"
+assert "ok" in json.loads(model_manifest("vlm_meta.json", None))
+print("page python ok")
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "page python ok" in r.stdout

@@ -84,7 +84,8 @@ export class Model {
    * `{type: 'text', text}` pieces as they are decoded (a partial UTF-8 character is held back),
    * then one `{type: 'done', tokenIds, text, promptRows, reusedRows, computedRows, newTokens,
    * prefillTokensPerSecond, decodeTokensPerSecond, prefillSeconds, decodeSeconds, visionSeconds,
-   * stopReason: 'stop_token'|'max_new_tokens'|'context_full'|'aborted'}`. Follow-up calls reuse
+   * samplingSeconds (of decodeSeconds, in the Python sampler), stopReason: 'stop_token'|
+   * 'max_new_tokens'|'context_full'|'aborted'}`. Follow-up calls reuse
    * the KV cache of earlier turns (`reusedRows`); `reset()` starts a new conversation. Leaving
    * the loop early stops the generation (the turn keeps what was generated).
    * @param {object} options

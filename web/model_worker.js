@@ -156,6 +156,7 @@ class WorkerModel {
     let prefill_s = 0;
     let decode_s = 0;
     let prefilled = false;
+    let sample_s = 0; // in Python: logits -> token (the Sampler) and the stop decision
     try {
       const t1 = performance.now();
       let logits = null;
@@ -171,7 +172,9 @@ class WorkerModel {
         const t2 = performance.now();
         try {
           while (!signal?.aborted) {
+            const ts = performance.now();
             const step = callPy(() => session.step(logits), 'sampling');
+            sample_s += (performance.now() - ts) / 1000;
             if (step.stop) { stopReason = step.stop; break; }
             const piece = stream.push(step.token);
             if (piece) emit({ type: 'text', text: piece });
@@ -192,7 +195,7 @@ class WorkerModel {
       computedRows: computed, prefillWindows: starts.length, newTokens,
       prefillTokensPerSecond: prefill_s ? computed / prefill_s : 0,
       decodeTokensPerSecond: decode_s ? newTokens / decode_s : 0,
-      prefillSeconds: prefill_s, decodeSeconds: decode_s, visionSeconds: vision_s, stopReason,
+      prefillSeconds: prefill_s, decodeSeconds: decode_s, visionSeconds: vision_s, samplingSeconds: sample_s, stopReason,
     };
   }
 

@@ -13,12 +13,10 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
-import { serveStatic } from './server.mjs';
+import { openSuitePage } from './browser.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const GOLDEN = join(ROOT, 'build/web-test');
-const CHROMIUM = process.env.WEBPTE_CHROMIUM ?? '/usr/bin/chromium';
 const PY = process.env.WEBPTE_PY ?? join(ROOT, '.venv/bin/python');
 const ALLOW_UNSUPPORTED = process.env.WEBPTE_WEB_ALLOW_UNSUPPORTED === '1';
 const LONG = { timeout: 600_000 };
@@ -29,36 +27,16 @@ execFileSync(PY, [join(ROOT, 'tests/browser/make_goldens.py'), GOLDEN], { stdio:
 const manifest = JSON.parse(readFileSync(join(GOLDEN, 'manifest.json'), 'utf8'));
 
 let server;
-let browser;
 let page;
-const blocked = [];
+let blocked;
+let close;
 const timings = [];
 
 before(async () => {
-  server = await serveStatic({
+  ({ server, page, blocked, close } = await openSuitePage({
     '/dist/': join(ROOT, 'dist'), '/fixtures/': join(ROOT, 'tests/fixtures'),
     '/golden/': GOLDEN, '/suite/': join(ROOT, 'tests/browser'),
-  });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--enable-unsafe-webgpu', '--no-sandbox', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
-      '--disable-dev-shm-usage'],
-  });
-  const context = await browser.newContext();
-  await context.route('**/*', (route) => {
-    const url = route.request().url();
-    if (url.startsWith(`${server.url}/`)) return route.continue();
-    blocked.push(url);
-    return route.abort('blockedbyclient');
-  });
-  page = await context.newPage();
-  page.on('console', (m) => {
-    if (process.env.WEBPTE_WEB_VERBOSE === '1' || m.type() === 'error') console.error(`[page ${m.type()}] ${m.text()}`);
-  });
-  await page.goto(`${server.url}/suite/page.html`);
-  await page.waitForFunction(() => window.suiteReady === true, null, { timeout: 60_000 });
+  }));
 });
 
 /** A timing line: a diagnostic of the test, and on stdout for `make test-web` logs. */
@@ -69,8 +47,7 @@ function note(t, line) {
 
 after(async () => {
   for (const line of timings) console.log(`# timing (ms): ${line}`);
-  await browser?.close();
-  await server?.close();
+  await close?.();
 });
 
 function describeFailures(result) {

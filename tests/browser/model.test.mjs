@@ -41,6 +41,38 @@ function variant(name, changes) {
 }
 
 const configText = readFileSync(join(FOLDER, 'tokenizer/tokenizer_config.json'), 'utf8');
+
+/**
+ * A SmolVLM-shaped folder from the committed tiny fixtures: q8 decoder (hidden 64) + q8 vision
+ * (64x64 image -> 4 rows of 48), a tiny tokenizer with the SmolVLM specials and no chat
+ * template (the SmolVLM format is used). Its parts do not fit (48 vs 64 wide, 4 vs 64 rows), so
+ * it checks the vision path up to the load-time checks; SmolVLM itself cannot be fetched here.
+ */
+function visionFolder() {
+  const dir = join(OUT, 'model-vision');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(join(dir, 'tokenizer'), { recursive: true });
+  const specials = ['<|im_start|>', '<end_of_utterance>', '<image>', '<fake_token_around_image>', '<global-img>', '<unk>'];
+  const vocab = Object.fromEntries([...specials, 'User', ':', 'Assistant', 'hi'].map((t, i) => [t, i]));
+  writeFileSync(join(dir, 'tokenizer/tokenizer.json'), JSON.stringify({
+    version: '1.0', truncation: null, padding: null, normalizer: null, post_processor: null, decoder: null,
+    added_tokens: specials.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+    pre_tokenizer: { type: 'Whitespace' },
+    model: { type: 'BPE', vocab, merges: [], unk_token: '<unk>', dropout: null, fuse_unk: false, byte_fallback: false },
+  }));
+  writeFileSync(join(dir, 'tokenizer/tokenizer_config.json'), '{}');
+  writeFileSync(join(dir, 'embed.i8.bin'), Buffer.alloc(256 * 64, 3));
+  writeFileSync(join(dir, 'scales.f32.bin'), Buffer.from(new Float32Array(256).fill(0.01).buffer));
+  symlinkSync(join(ROOT, 'tests/fixtures/decoder_q8_tiny.pte'), join(dir, 'decoder.pte'));
+  symlinkSync(join(ROOT, 'tests/fixtures/vision_q8_tiny.pte'), join(dir, 'vision.pte'));
+  writeFileSync(join(dir, 'webpte_model.json'), JSON.stringify({
+    format: 'webpte-model/1', name: 'tiny vision', decoder: 'decoder.pte', vision: 'vision.pte',
+    embed_tokens: 'embed.i8.bin', embed_scales: 'scales.f32.bin', tokenizer: 'tokenizer',
+    stop_tokens: ['<end_of_utterance>'],
+  }));
+  return dir;
+}
+const VISION = visionFolder();
 const BAD = variant('model-corrupt', { 'tokenizer/tokenizer_config.json': `${configText} ` });
 const MISSING = variant('model-missing', { 'decoder_q8.pte': null, 'embed_tokens.scale.f32.bin': null });
 
@@ -50,7 +82,7 @@ const timings = [];
 before(async () => {
   s = await openSuitePage({
     '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'),
-    '/model/': FOLDER, '/bad/': BAD, '/missing/': MISSING,
+    '/model/': FOLDER, '/bad/': BAD, '/missing/': MISSING, '/vision/': VISION,
   });
   // The model is loaded once here and kept in window.model for the tests below.
   const load = await s.page.evaluate(async () => {
@@ -126,7 +158,8 @@ describe('greedy generation in the page gives the native token ids', () => {
         assert.equal(g.computedRows, want.computed_rows);
         assert.equal(g.newTokens, want.token_ids.length);
         if (j > 0) assert.ok(g.reusedRows > 0, 'a follow-up reuses the KV cache');
-        const line = `${want.prompt}: page prefill ${g.prefillTokensPerSecond.toFixed(2)} tok/s, decode ${g.decodeTokensPerSecond.toFixed(2)} tok/s; `
+        const line = `${want.prompt}: page prefill ${g.prefillTokensPerSecond.toFixed(2)} tok/s, decode ${g.decodeTokensPerSecond.toFixed(2)} tok/s `
+          + `(Python sampling ${((1000 * g.samplingSeconds) / (g.newTokens + 1)).toFixed(1)} ms/token); `
           + `native prefill ${want.prefill_tokens_per_s.toFixed(2)}, decode ${want.decode_tokens_per_s.toFixed(2)} (${g.promptRows} rows, ${g.reusedRows} reused)`;
         t.diagnostic(line);
         timings.push(line);
@@ -201,6 +234,42 @@ describe('model errors surface as typed errors in the page', () => {
     const none = await s.page.evaluate(() => suite.errorOf(suite.webpte.loadModel('/dist/')));
     assert.equal(none?.name, 'ModelFolderError', JSON.stringify(none));
     assert.match(none.message, /neither webpte_model\.json/);
+  });
+});
+
+describe('images (the SmolVLM path, with the tiny fixtures)', () => {
+  test('a vision program is fetched, planned and checked against the decoder at load', LONG, async () => {
+    const out = await s.page.evaluate(async () => {
+      const stages = [];
+      const err = await suite.errorOf(suite.webpte.loadModel('/vision/', { onProgress: (e) => stages.push(e.stage) }));
+      return { err, plans: stages.filter((x) => x === 'plan').length, info: await suite.webpte.runtimeInfo() };
+    });
+    assert.equal(out.err?.name, 'ModelFolderError', JSON.stringify(out.err));
+    assert.equal(out.plans, 2, 'decoder and vision programs were planned');
+    assert.match(out.err.message, /the vision program gives 48-wide rows, the decoder takes 64/);
+    assert.match(out.err.message, /the vision program gives 4 rows, the prompt has 64 <image> tokens per image/);
+    assert.equal(out.info.models, 1, 'only the SmolLM2 model is held; the failed one was disposed');
+  });
+
+  test('a picture decoded by the page keeps its pixels; pixel values are (x/255 - 0.5)/0.5', LONG, async () => {
+    const out = await s.page.evaluate(async () => {
+      const { imagePixels, pixelValues } = await import('/dist/image.js');
+      const [w, h] = [8, 6];
+      const src = new ImageData(w, h);
+      for (let i = 0; i < w * h; i++) src.data.set([(i * 37) % 256, (i * 91) % 256, (i * 13) % 256, 255], i * 4);
+      const canvas = new OffscreenCanvas(w, h);
+      canvas.getContext('2d').putImageData(src, 0, 0);
+      const png = await canvas.convertToBlob({ type: 'image/png' });
+      const got = await imagePixels(png, h, w);
+      const px = pixelValues(got.data, h, w);
+      const same = got.data.every((v, i) => v === src.data[i]);
+      const formula = Array.from({ length: w * h }, (_, i) => [0, 1, 2].every((c) => px[c * w * h + i] === Math.fround((src.data[i * 4 + c] / 255 - 0.5) / 0.5)));
+      const resized = await imagePixels(png, 16, 16);
+      return { same, formula: formula.every(Boolean), resized: [resized.width, resized.height, resized.data.length] };
+    });
+    assert.ok(out.same, 'PNG decode is exact (no colour conversion)');
+    assert.ok(out.formula);
+    assert.deepEqual(out.resized, [16, 16, 16 * 16 * 4]);
   });
 });
 
