@@ -2,8 +2,9 @@
 // Model output is only ever set as textContent.
 
 import { checkCapabilities, loadModel } from '../index.js';
+import { describeCapabilityCheck } from './capabilities.js';
 import { describeDone, describeProgress, formatBytes, formatRate } from './format.js';
-import { describeError, describeCapabilities, isAbort } from './messages.js';
+import { describeCapabilities, describeError } from './messages.js';
 import { Picture } from './picture.js';
 import { BUNDLED_URL, HUB_URL, bundledMeta, describeFolder, droppedFiles } from './sources.js';
 
@@ -49,35 +50,14 @@ function clearError() {
 
 // ---- 1: capabilities ------------------------------------------------------------------
 
-const LIMITS = [
-  ['maxBufferSize', 'max buffer', true],
-  ['maxStorageBufferBindingSize', 'max storage binding', true],
-  ['maxComputeWorkgroupStorageSize', 'workgroup memory', true],
-  ['maxComputeInvocationsPerWorkgroup', 'invocations per workgroup', false],
-  ['maxStorageBuffersPerShaderStage', 'storage buffers per stage', false],
-];
-
-// Features that make webpte's kernels faster when present (none is required).
-const HELPFUL = [
-  ['packed_4x8_integer_dot_product', 'int8 dot products'],
-  ['shader-f16', 'f16'],
-  ['subgroups', 'subgroups'],
-];
-
-function adapterName(adapter) {
-  if (!adapter) return 'unnamed adapter';
-  if (typeof adapter === 'string') return adapter;
-  return adapter.description
-    || [adapter.vendor, adapter.architecture, adapter.device].filter(Boolean).join(' ')
-    || 'unnamed adapter';
-}
-
-function fact(list, term, value) {
-  const dt = document.createElement('dt');
-  const dd = document.createElement('dd');
-  dt.textContent = term;
-  dd.textContent = value;
-  list.append(dt, dd);
+function facts(list, pairs) {
+  for (const [term, value] of pairs) {
+    const dt = document.createElement('dt');
+    const dd = document.createElement('dd');
+    dt.textContent = term;
+    dd.textContent = value;
+    list.append(dt, dd);
+  }
 }
 
 async function checkBrowser() {
@@ -89,36 +69,23 @@ async function checkBrowser() {
     showError(err, $('caps'));
     return false;
   }
-  const problems = caps.problems ?? [];
-  const warnings = caps.warnings ?? [];
-  if (!caps.webgpu || problems.length) {
-    $('caps-status').textContent = caps.webgpu ? '✗ Models cannot run in this page.' : '✗ No WebGPU: models cannot run here.';
-    $('caps-status').className = 'status bad';
+  const check = describeCapabilityCheck(caps);
+  $('caps-status').textContent = check.status;
+  $('caps-status').className = `status ${check.tone}`;
+  if (!check.ok) {
     showDescription(describeCapabilities(caps), $('caps'));
     return false;
   }
-  $('caps-status').textContent = warnings.length
-    ? '⚠ WebGPU is available, with limitations:' : '✓ WebGPU is available.';
-  $('caps-status').className = `status ${warnings.length ? 'warn' : 'good'}`;
-  const details = $('caps-details');
-  fact(details, 'Adapter', adapterName(caps.adapter));
-  const limits = caps.limits ?? {};
-  fact(details, 'Limits', LIMITS.filter(([key]) => limits[key] != null)
-    .map(([key, label, bytes]) => `${label} ${bytes ? formatBytes(limits[key]) : limits[key]}`)
-    .join(' · ') || 'unknown');
-  const features = new Set([...(caps.features ?? []), ...(caps.wgslFeatures ?? [])]);
-  fact(details, 'Helpful', HELPFUL.map(([name, what]) => `${features.has(name) ? '✓' : '✗'} ${what}`).join(' · '));
-  details.hidden = false;
-  fact($('caps-all'), 'Features', [...(caps.features ?? [])].join(', ') || 'none');
-  fact($('caps-all'), 'WGSL', [...(caps.wgslFeatures ?? [])].join(', ') || 'none');
+  facts($('caps-details'), check.facts);
+  facts($('caps-all'), check.all);
+  $('caps-details').hidden = false;
   $('caps-more').hidden = false;
-  const list = $('caps-warnings');
-  for (const w of warnings) {
+  for (const w of check.warnings) {
     const li = document.createElement('li');
     li.textContent = w;
-    list.append(li);
+    $('caps-warnings').append(li);
   }
-  list.hidden = !warnings.length;
+  $('caps-warnings').hidden = !check.warnings.length;
   return true;
 }
 
@@ -151,20 +118,14 @@ async function setFolder(files) {
   updateSourceUI();
 }
 
-/** The loadModel source and what the page knows of the model ahead of loading. */
+/** The loadModel source and the model's name as the page knows it ahead of loading. */
 function chosenSource() {
   const choice = sourceChoice();
   if (choice === 'bundled') {
-    return {
-      source: new URL(BUNDLED_URL, location.href).href,
-      info: { name: state.bundled.name ?? 'SmolLM2', vision: state.bundled.vision != null },
-    };
+    return { source: new URL(BUNDLED_URL, location.href).href, name: state.bundled.name ?? 'SmolLM2' };
   }
-  if (choice === 'folder') {
-    return { source: { files: state.folder.files }, info: { name: state.folder.name, vision: state.folder.vision } };
-  }
-  const url = $('hub-url').value.trim();
-  return { source: url.endsWith('/') ? url : `${url}/`, info: { name: 'SmolVLM-500M-Instruct', vision: true } };
+  if (choice === 'folder') return { source: { files: state.folder.files }, name: state.folder.name };
+  return { source: $('hub-url').value.trim(), name: 'the model at that URL' };
 }
 
 function showProgress(ev) {
@@ -190,7 +151,7 @@ async function unloadModel() {
 }
 
 async function load() {
-  const { source, info } = chosenSource();
+  const { source, name } = chosenSource();
   clearError();
   state.loading = true;
   $('sources').disabled = true;
@@ -205,13 +166,13 @@ async function load() {
   const t0 = performance.now();
   try {
     const model = state.model = await loadModel(source, { onProgress: showProgress });
-    state.info = { name: model.name ?? info.name, vision: model.hasVision ?? info.vision, maxContext: model.maxContext };
+    state.info = { name: model.name, vision: model.hasVision, maxContext: model.maxContext };
     const seconds = ((performance.now() - t0) / 1000).toFixed(1);
     $('model-status').textContent = `✓ ${state.info.name} is ready (loaded in ${seconds} s).`;
     $('model-status').className = 'status good';
     showChat();
   } catch (err) {
-    $('model-status').textContent = `✗ ${info.name} could not be loaded.`;
+    $('model-status').textContent = `✗ ${name} could not be loaded.`;
     $('model-status').className = 'status bad';
     showError(err, $('model'));
   } finally {
@@ -311,19 +272,17 @@ async function generate(prompt, image) {
       else if (ev.type === 'done') done = ev;
     }
   } catch (err) {
-    if (!isAbort(err)) {
-      turn.answer.classList.add('failed');
-      showError(err, $('chat'));
-    }
+    turn.answer.classList.add('failed');
+    showError(err, $('chat'));
   } finally {
     state.controller = null;
     turn.answer.classList.remove('streaming');
     setGenerating(false);
   }
-  if (controller.signal.aborted && done?.stopReason !== 'aborted') {
-    turn.meta.textContent = done ? `${describeDone(done)} · stopped` : 'stopped';
-  } else if (done) turn.meta.textContent = describeDone(done);
-  if (done) showStats(done);
+  if (done) {
+    turn.meta.textContent = describeDone(done);
+    showStats(done);
+  }
   if (!turn.text.textContent) turn.text.textContent = '…';
 }
 

@@ -125,8 +125,3 @@ export function describeCapabilities(caps) {
       + 'Firefox. Nothing was downloaded.',
   };
 }
-
-/** True for the rejection of an aborted generation (the stop button), which is no error. */
-export function isAbort(err) {
-  return err?.name === 'AbortError';
-}

@@ -1,8 +1,9 @@
 // The demo's pure modules in node: formatting, error advice, model folder recognition.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { describeCapabilityCheck } from '../../demo/capabilities.js';
 import { describeDone, describeProgress, formatBytes, formatEta, formatRate } from '../../demo/format.js';
-import { describeError, describeCapabilities, isAbort } from '../../demo/messages.js';
+import { describeCapabilities, describeError } from '../../demo/messages.js';
 import { describeFolder, relativePath } from '../../demo/sources.js';
 
 /** An error as webpte's typed errors arrive: the class name in `name`. */
@@ -69,8 +70,6 @@ test('every typed error gets a title and what to do, keeping its own message', (
   const insecure = describeCapabilities({ webgpu: true, problems: ['not a secure context', 'crypto.subtle is missing'] });
   assert.match(insecure.title, /cannot run/);
   assert.equal(insecure.message, 'not a secure context; crypto.subtle is missing');
-  assert.equal(isAbort(new DOMException('stop', 'AbortError')), true);
-  assert.equal(isAbort(typed('InputError', 'x')), false);
 });
 
 function picked(path, text = '') {
@@ -92,4 +91,28 @@ test('a picked folder is recognised from its meta file or the published SmolVLM 
   assert.equal(vlm.problem, null);
   assert.match((await describeFolder([picked('photos/cat.jpg')])).problem, /neither webpte_model.json nor/);
   assert.match((await describeFolder([picked('m/webpte_model.json', '{')])).problem, /not valid JSON/);
+});
+
+test('the capability check reads as a status line and facts', () => {
+  const caps = {
+    webgpu: true,
+    adapter: { vendor: 'google', architecture: 'swiftshader', device: '', description: '', isFallbackAdapter: true },
+    limits: { maxBufferSize: 1073741824, maxStorageBufferBindingSize: 134217728, maxComputeInvocationsPerWorkgroup: 256 },
+    features: ['subgroups', 'timestamp-query'],
+    wgslFeatures: ['packed_4x8_integer_dot_product'],
+    problems: [],
+    warnings: ['the WebGPU adapter is a software fallback: generation will be slow'],
+  };
+  const check = describeCapabilityCheck(caps);
+  assert.equal(check.ok, true);
+  assert.equal(check.tone, 'warn');
+  assert.deepEqual(check.facts, [
+    ['Adapter', 'google swiftshader (software fallback)'],
+    ['Limits', 'max buffer 1.1 GB · max storage binding 134 MB · invocations per workgroup 256'],
+    ['Helpful', '✓ int8 dot products · ✗ f16 · ✓ subgroups'],
+  ]);
+  assert.deepEqual(check.all, [['Features', 'subgroups, timestamp-query'], ['WGSL', 'packed_4x8_integer_dot_product']]);
+  assert.equal(describeCapabilityCheck({ ...caps, warnings: [] }).status, '✓ WebGPU is available.');
+  assert.equal(describeCapabilityCheck({ webgpu: false, problems: ['no navigator.gpu'] }).ok, false);
+  assert.equal(describeCapabilityCheck({ ...caps, problems: ['not a secure context'] }).ok, false);
 });
