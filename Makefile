@@ -32,7 +32,7 @@ run: setup
 	$(BIN)/webpte run $(MAIN_FIXTURE).pte --inputs $(MAIN_FIXTURE).npz \
 	  --output out/$(notdir $(MAIN_FIXTURE))_outputs.npz --tolerance 1e-4
 
-test: setup model test-web
+test: setup model test-web test-demo
 	@mkdir -p $(XDG_RUNTIME_DIR)
 	$(BIN)/ruff check py tests
 	$(BIN)/pytest -q
