@@ -108,3 +108,12 @@ def test_mutations_raise_only_pte_format_error():
                 outcomes["rejected"] += 1
     assert sum(outcomes.values()) >= 2000
     assert outcomes["rejected"] > 0.2 * sum(outcomes.values()), outcomes
+
+
+def test_inline_and_segment_delegates_read_alike():
+    inline = read_program((FIXTURES / "op_relu_inline.pte").read_bytes()).method("forward")
+    segment = read_program((FIXTURES / "op_relu.pte").read_bytes()).method("forward")
+    assert inline.delegate_calls[0].inline and not segment.delegate_calls[0].inline
+    assert inline.graph.op_histogram() == segment.graph.op_histogram()
+    assert [inline.graph.values[i] for i in inline.input_value_ids()] == \
+        [segment.graph.values[i] for i in segment.input_value_ids()]

@@ -32,7 +32,7 @@ from executorch.backends.vulkan.serialization.vulkan_graph_serialize import (
     flatbuffer_to_vk_graph,
 )
 from executorch.backends.webgpu.partitioner import WebGPUPartitioner
-from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
 from executorch.exir.lowered_backend_module import get_lowered_submodules
 from torch import nn
 
@@ -107,6 +107,7 @@ class Fixture:
     build: Callable[[Rng], tuple[nn.Module, Inputs]]
     expects: tuple[str, ...]  # delegate op names the program must contain
     skip_dim_order: bool = False  # casts stay aten._to_copy, as in the decoder program
+    inline_delegate: bool = False  # delegate blob inside the flatbuffer, not in a segment
 
 
 def _round_inputs(r: Rng) -> Inputs:
@@ -190,6 +191,8 @@ FIXTURE_LIST = [
                                        torch.clamp(x, max=1)), (3, 5, 7)),
             ("aten.clamp.default",)),
     Fixture("op_relu", _op(torch.relu, (3, 5, 7)), ("aten.relu.default",)),
+    Fixture("op_relu_inline", _op(torch.relu, (3, 5, 7)), ("aten.relu.default",),
+            inline_delegate=True),
     Fixture("op_sigmoid", _op(torch.sigmoid, (3, 5, 7)), ("aten.sigmoid.default",)),
     Fixture("op_gelu_tanh", _op(lambda x: nn.functional.gelu(x, approximate="tanh"), (3, 5, 7)),
             ("aten.gelu.default",)),
@@ -233,15 +236,16 @@ def delegate_histogram(edge) -> Counter:
     return hist
 
 
-def export_program(module: nn.Module, inputs: Inputs,
-                   skip_dim_order: bool = False) -> tuple[bytes, Counter]:
+def export_program(module: nn.Module, inputs: Inputs, skip_dim_order: bool = False,
+                   inline_delegate: bool = False) -> tuple[bytes, Counter]:
     """Lower `module` through the WebGPU partitioner; fail unless it is fully delegated."""
     ep = torch.export.export(module, inputs)
     edge = to_edge_transform_and_lower(ep, partitioner=[WebGPUPartitioner()],
                                        compile_config=EdgeCompileConfig(
                                            _skip_dim_order=skip_dim_order))
     hist = delegate_histogram(edge)
-    program = edge.to_executorch()
+    program = edge.to_executorch(ExecutorchBackendConfig(
+        extract_delegate_segments=not inline_delegate))
     plan = program.executorch_program.execution_plan[0]
     cpu_ops = [op.name for op in plan.operators]
     if cpu_ops or len(plan.delegates) != 1:
@@ -264,13 +268,14 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def write_fixture(out: Path, name: str, module: nn.Module, inputs: Inputs,
-                  expects: tuple[str, ...], skip_dim_order: bool = False) -> Counter:
+                  expects: tuple[str, ...], skip_dim_order: bool = False,
+                  inline_delegate: bool = False) -> Counter:
     """Export one fixture, write NAME.pte and NAME.npz, print one progress line."""
     t0 = time.perf_counter()
     with torch.no_grad():
         eager = module(*inputs)
     outputs = eager if isinstance(eager, tuple) else (eager,)
-    data, hist = export_program(module, inputs, skip_dim_order)
+    data, hist = export_program(module, inputs, skip_dim_order, inline_delegate)
     missing = [op for op in expects if op not in hist]
     if missing:
         raise RuntimeError(f"{name}: delegate lacks {missing}; it has {dict(hist)}")
@@ -329,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only or list(FIXTURES):
         fx = FIXTURES[name]
         module, inputs = fx.build(Rng(zlib.crc32(name.encode())))
-        hist = write_fixture(out, name, module, inputs, fx.expects, fx.skip_dim_order)
+        hist = write_fixture(out, name, module, inputs, fx.expects, fx.skip_dim_order,
+                             fx.inline_delegate)
         if name == "vision_q8_tiny":
             compare_published(hist, TINY_TOWER.layers)
     return 0

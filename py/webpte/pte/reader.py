@@ -44,6 +44,7 @@ class DelegateCall:
     delegate_index: int
     backend: str
     args: tuple[int, ...]
+    inline: bool = False  # blob stored in the flatbuffer (INLINE) rather than a segment
 
 
 @dataclass
@@ -218,7 +219,9 @@ def _method(plan: FbTable, ctx: _Ctx) -> Method:
                     raise PteFormatError("delegate call argument out of range",
                                          field=f"{name}.DelegateCall")
                 backend = delegates[d].string(0, "id") or ""
-                method.delegate_calls.append(DelegateCall(d, backend, args))
+                ref = delegates[d].table(1, "processed")
+                inline = ref is not None and ref.scalar(0, "u8") == 0
+                method.delegate_calls.append(DelegateCall(d, backend, args, inline))
                 if backend != "VulkanBackend":
                     method.host_ops.append(f"delegate:{backend}")
                 elif d not in method.graphs:
