@@ -51,7 +51,9 @@ def test_plan_program_reads_no_constants(path):
     for a, b in reads:
         for c, d in consts:
             assert b <= c or a >= d, f"read {a}..{b} overlaps constant bytes {c}..{d}"
-    assert out["bytes_read"] == sum(b - a for a, b in reads) < len(data)
+    assert out["bytes_read"] == sum(b - a for a, b in reads)
+    if consts:  # without constant bytes (e.g. an inline delegate of relu) there is nothing to skip
+        assert out["bytes_read"] < len(data)
 
 
 def test_errors_come_back_as_data():

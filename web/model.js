@@ -77,6 +77,8 @@ export class Model {
     /** Load statistics (ms): fetch_ms, load_ms, per program plan/upload/pipelines timings. */
     this.stats = info.stats;
     this.disposed = false;
+    /** @type {Set<AbortController>} generations in flight (dispose stops them) */
+    this.running = new Set();
   }
 
   /**
@@ -120,6 +122,7 @@ export class Model {
       transfer.push(pixels.data.buffer);
     }
     const stop = new AbortController();
+    this.running.add(stop);
     const signals = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
     const queue = [];
     let wake = null;
@@ -143,6 +146,7 @@ export class Model {
       }
     } finally {
       if (!settled) stop.abort(); // the loop was left early
+      this.running.delete(stop);
     }
   }
 
@@ -156,10 +160,14 @@ export class Model {
     return this.client.request('resetModel', { handle: this.handle });
   }
 
-  /** Free the model's GPU memory and files in the worker. @returns {Promise<void>} */
+  /**
+   * Free the model's GPU memory and files in the worker; a generation in flight stops first.
+   * @returns {Promise<void>}
+   */
   async dispose() {
     if (this.disposed) return;
     this.disposed = true;
+    for (const stop of this.running) stop.abort();
     await this.client.request('disposeModel', { handle: this.handle });
   }
 }

@@ -125,6 +125,14 @@ function converse(turns) {
 }
 
 describe('a model folder loads in the page', () => {
+  test('checkCapabilities sees WebGPU and no problem here', async () => {
+    const caps = await s.page.evaluate(() => suite.webpte.checkCapabilities());
+    assert.equal(caps.webgpu, true, JSON.stringify(caps.problems));
+    assert.deepEqual(caps.problems, []);
+    assert.ok(caps.limits.maxStorageBufferBindingSize >= 128 * 2 ** 20 && caps.features.length >= 0, JSON.stringify(caps.limits));
+    assert.equal(typeof caps.adapter.vendor, 'string');
+  });
+
   test('progress: fetch and verify bytes add up, stages in order, ETA numbers', () => {
     const { stages } = s.load;
     const order = [...new Set(stages.map((e) => e.stage))];

@@ -40,7 +40,8 @@ CASES = [
     "<|im_start|>assistant\n", "<|endoftext|>", "text<|im_end|>text", "<|im_start|><|im_start|>",
     "<|im_start |>", "<repo_name>webpte<file_sep>", "<filename>a.py\nprint(1)",
     "https://example.com/path?q=1&r=2#frag", "user@example.com", "C:\\Users\\me\\file.txt",
-    "$$\\int_0^1 x^2 dx = \\frac{1}{3}$$", "¯\\_(ツ)_/¯", "...", "!!!???", "—–-", "«quoted» “curly”",
+    "$$\\int_0^1 x^2 dx = \\frac{1}{3}$$", "¯\\_(ツ)_/¯", "...", "!!!???", "—–-",
+    "«quoted» “curly”",
     "    indented code", "a" * 300, "ab " * 100, "9" * 50, "\n" * 10 + "x",
 ]
 

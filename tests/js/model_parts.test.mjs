@@ -77,3 +77,25 @@ test('cancel aborts the signal of a running request, out of the queue; other req
   const quick = await client.request('generate', {}, { signal: early.signal });
   assert.ok(quick.n <= 1, `ran ${quick.n} steps`);
 });
+
+test('checkCapabilities says what is missing before any download', async () => {
+  const { checkCapabilities } = await import('../../web/model.js');
+  const none = await checkCapabilities({ gpu: undefined });
+  assert.equal(none.webgpu, false);
+  assert.ok(none.problems.some((p) => /no WebGPU/.test(p)), JSON.stringify(none.problems));
+  assert.ok(none.problems.some((p) => /no Web Workers/.test(p)), 'node has no Worker global');
+  const noAdapter = await checkCapabilities({ gpu: { requestAdapter: async () => null, wgslLanguageFeatures: new Set(['x']) } });
+  assert.ok(noAdapter.problems.some((p) => /gave no adapter/.test(p)));
+  assert.deepEqual(noAdapter.wgslFeatures, ['x']);
+  const adapter = {
+    info: { vendor: 'v', architecture: 'a', device: '', description: 'd', isFallbackAdapter: true },
+    limits: { maxBufferSize: 1 << 30, maxStorageBuffersPerShaderStage: 10 },
+    features: new Set(['shader-f16']),
+  };
+  const ok = await checkCapabilities({ gpu: { requestAdapter: async () => adapter, wgslLanguageFeatures: new Set() } });
+  assert.equal(ok.webgpu, true);
+  assert.deepEqual(ok.adapter, { vendor: 'v', architecture: 'a', device: '', description: 'd', isFallbackAdapter: true });
+  assert.deepEqual(ok.limits, { maxBufferSize: 1 << 30, maxStorageBuffersPerShaderStage: 10 });
+  assert.deepEqual(ok.features, ['shader-f16']);
+  assert.ok(ok.warnings.some((w) => /software fallback/.test(w)));
+});

@@ -38,14 +38,14 @@ class Sampler:
 
     def __call__(self, logits, history=()) -> int:
         o = self.options
-        scores = [float(x) for x in logits]
+        scores = list(map(float, logits))
         if o.repetition_penalty != 1.0:
             for t in set(history):
                 if 0 <= t < len(scores):
                     s = scores[t]
                     scores[t] = s / o.repetition_penalty if s > 0 else s * o.repetition_penalty
-        if o.temperature == 0.0:
-            return max(range(len(scores)), key=scores.__getitem__)
+        if o.temperature == 0.0:  # the first maximum, like max(range(n), key=...), C-fast
+            return scores.index(max(scores))
         order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
         if o.top_k:
             order = order[: o.top_k]
