@@ -20,8 +20,10 @@ const LONG = { timeout: 900_000 };
 assert.ok(existsSync(join(ROOT, 'dist/index.js')), 'dist/ is missing: run `npm run build` first');
 const FOLDER = execFileSync(PY, ['-c', 'from webpte.build.smollm2 import ensure_smollm2; print(ensure_smollm2())'],
   { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').pop();
+const XDG = process.env.XDG_RUNTIME_DIR ?? '/tmp/webpte-xdg'; // wgpu-py (lavapipe) wants one
+mkdirSync(XDG, { recursive: true });
 execFileSync(PY, [join(ROOT, 'tests/browser/make_native_generations.py'), join(OUT, 'native_generations.json')],
-  { stdio: ['ignore', 'ignore', 'inherit'], env: { XDG_RUNTIME_DIR: '/tmp/webpte-xdg', ...process.env } });
+  { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, XDG_RUNTIME_DIR: XDG } });
 const native = JSON.parse(readFileSync(join(OUT, 'native_generations.json'), 'utf8'));
 const META = JSON.parse(readFileSync(join(FOLDER, 'webpte_model.json'), 'utf8'));
 
