@@ -125,7 +125,7 @@ function chosenSource() {
     return { source: new URL(BUNDLED_URL, location.href).href, name: state.bundled.name ?? 'SmolLM2' };
   }
   if (choice === 'folder') return { source: { files: state.folder.files }, name: state.folder.name };
-  return { source: $('hub-url').value.trim(), name: 'the model at that URL' };
+  return { source: $('hub-url').value.trim(), name: 'The model at that URL' };
 }
 
 function showProgress(ev) {
