@@ -31,21 +31,23 @@ export function serveSite(files = {}, { standIn = false } = {}) {
   return serveStatic({ root: SITE, files: { ...extra, ...files }, cache: 'no-store' });
 }
 
-/** Headless Chromium; `webgpu: false` leaves out --enable-unsafe-webgpu. */
-export function launch({ webgpu = true } = {}) {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: webgpu ? ['--enable-unsafe-webgpu', ...BASE_ARGS] : BASE_ARGS,
-  });
+/**
+ * Headless Chromium; `webgpu: false` leaves out --enable-unsafe-webgpu, `camera: true` adds
+ * Chromium's synthetic camera (a test pattern) with the permission prompt answered yes.
+ */
+export function launch({ webgpu = true, camera = false } = {}) {
+  const args = [...BASE_ARGS];
+  if (webgpu) args.push('--enable-unsafe-webgpu');
+  if (camera) args.push('--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream');
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args });
 }
 
 /**
  * A context whose requests to anything but `site.url` are blocked and recorded in
  * `context.blocked`. Service workers are blocked unless `serviceWorkers: 'allow'`.
  */
-export async function guardedContext(browser, site, { serviceWorkers = 'block' } = {}) {
-  const context = await browser.newContext({ serviceWorkers, viewport: { width: 900, height: 1000 } });
+export async function guardedContext(browser, site, { serviceWorkers = 'block', permissions = [] } = {}) {
+  const context = await browser.newContext({ serviceWorkers, permissions, viewport: { width: 900, height: 1000 } });
   context.blocked = [];
   await context.route('**/*', (route) => {
     const url = route.request().url();

@@ -91,7 +91,7 @@ describe('demo page', () => {
     }
   });
 
-  test('the bundled SmolLM2 answers, follows up, stops and starts over', LONG, async (t) => {
+  test('the bundled SmolLM2 answers, follows up, stops, starts over and refuses a question past its context', LONG, async (t) => {
     await withPage({}, async (page) => {
       assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready');
       assert.equal(await page.isVisible('#caps-details'), true);
@@ -134,6 +134,16 @@ describe('demo page', () => {
       assert.match(again.text, /Paris/);
       assert.doesNotMatch(again.meta, /reused/, 'a new conversation starts with an empty cache');
       assert.equal(again.text, paris.text, 'greedy decoding gives the same answer');
+
+      // A question longer than the context: refused before any decoding, with what to do.
+      await page.fill('#question', 'Tell me about Paris. '.repeat(150));
+      await page.click('#ask');
+      await page.waitForFunction(() => !document.getElementById('error').hidden, null, { timeout: 120_000 });
+      const full = await h.shownError(page);
+      assert.equal(full.name, 'ContextFullError', JSON.stringify(full));
+      assert.equal(full.section, 'chat');
+      assert.match(full.todo, /New conversation/);
+      assert.equal(await page.isEnabled('#ask'), true);
     });
   });
 
@@ -175,11 +185,12 @@ describe('demo page', () => {
     });
   });
 
-  test('a picture dropped for a vision model goes with the next question only (stand-in model API)', LONG, async () => {
+  test('a picture dropped or taken with the camera goes with the next question only (stand-in model API)', LONG, async () => {
     const files = { '/vlm/webpte_model.json': Buffer.from(JSON.stringify({ ...meta, name: 'stand-in VLM', vision: 'vision.pte' })) };
     for (const name of Object.keys(meta.sha256)) files[`/vlm/${name}`] = join(h.MODEL, name);
     const own = await h.serveSite(files, { standIn: true });
-    const context = await h.guardedContext(browser, own);
+    const withCamera = await h.launch({ camera: true });
+    const context = await h.guardedContext(withCamera, own, { permissions: ['camera'] });
     try {
       const page = await h.openDemo(context, own);
       await page.check('input[name=source][value=hub]');
@@ -206,8 +217,21 @@ describe('demo page', () => {
       assert.equal(calls[0].image?.type, 'image/png');
       assert.ok(calls[0].image.size > 0);
       assert.equal(calls[1].image, null, 'a follow-up sends no picture again');
+
+      // The camera: Chromium's synthetic one gives a frame, taken as a JPEG.
+      assert.equal(await page.isVisible('#camera-open'), true);
+      await page.click('#camera-open');
+      await page.waitForFunction(() => document.getElementById('camera-video').videoWidth > 0, null, { timeout: 30_000 });
+      await page.click('#camera-snap');
+      assert.equal(await page.isVisible('#camera'), false);
+      assert.equal(await page.isVisible('#picture-preview'), true);
+      await h.ask(page, 'And this one?');
+      const snap = (await page.evaluate(() => globalThis.standInCalls))[2].image;
+      assert.equal(snap?.type, 'image/jpeg');
+      assert.ok(snap.size > 0);
     } finally {
       await context.close();
+      await withCamera.close();
       await own.close();
     }
     assert.deepEqual(context.blocked, []);
