@@ -12,7 +12,7 @@ const $ = (id) => document.getElementById(id);
 
 const state = {
   model: null,
-  info: null, // {name, vision} of the loaded model
+  info: null, // {name, vision, maxContext} of the loaded model
   bundled: null, // webpte_model.json of the bundled model, null when absent
   folder: null, // describeFolder() of the picked folder
   controller: null, // AbortController of the running generation
@@ -256,7 +256,8 @@ function showStats(done) {
 function setGenerating(on) {
   $('ask').disabled = on;
   $('stop').disabled = !on;
-  $('load').disabled = on || state.loading;
+  if (on) $('load').disabled = true;
+  else updateSourceUI();
   $('chat').classList.toggle('generating', on);
 }
 

@@ -45,7 +45,6 @@ export class Picture {
     this.url = blob ? URL.createObjectURL(blob) : null;
     this.el.preview.hidden = !blob;
     this.el.clear.hidden = !blob;
-    this.el.drop.classList.toggle('has-picture', !!blob);
     if (blob) this.el.preview.src = this.url;
     else this.el.preview.removeAttribute('src');
   }
@@ -53,11 +52,7 @@ export class Picture {
   /** The picture for the question being sent, handed over (the composer is cleared). */
   take() {
     const blob = this.blob;
-    this.blob = null;
-    this.el.preview.hidden = true;
-    this.el.clear.hidden = true;
-    this.el.drop.classList.remove('has-picture');
-    this.url = null; // the transcript keeps showing it; revoked with the conversation
+    this.set(null);
     return blob;
   }
 
