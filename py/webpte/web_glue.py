@@ -207,8 +207,8 @@ class ChatSession:
         c = self.contract
         reason = stop_reason(None, len(t.generated), len(self.cached), t.max_new_tokens, c)
         if reason is None:
-            if hasattr(logits, "to_memoryview"):   # a JS Float32Array: one copy, plain floats
-                logits = logits.to_memoryview().tolist()
+            if hasattr(logits, "to_memoryview"):   # a JS Float32Array: one copy into the heap
+                logits = logits.to_memoryview()
             token = t.sampler(logits, self.cached)
             reason = stop_reason(token, len(t.generated), len(self.cached), t.max_new_tokens, c)
         if reason is not None:
