@@ -70,13 +70,20 @@ export class Picture {
 
   async #snap() {
     const v = this.el.video;
+    if (!v.videoWidth) return; // no frame yet
     const canvas = document.createElement('canvas');
     canvas.width = v.videoWidth;
     canvas.height = v.videoHeight;
     canvas.getContext('2d').drawImage(v, 0, 0);
-    const blob = await new Promise((resolve) => canvas.toBlob(resolve, 'image/jpeg', 0.92));
-    this.#closeCamera();
-    if (blob) this.set(blob);
+    this.el.snap.disabled = true; // one picture per press while the JPEG is encoded
+    try {
+      const blob = await new Promise((resolve) => canvas.toBlob(resolve, 'image/jpeg', 0.92));
+      this.#closeCamera();
+      if (blob) this.set(blob);
+      else this.onError(Object.assign(new Error('the camera frame could not be encoded; try again or pick a file'), { name: 'InputError' }));
+    } finally {
+      this.el.snap.disabled = false;
+    }
   }
 
   #closeCamera() {

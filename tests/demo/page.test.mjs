@@ -224,8 +224,9 @@ describe('demo page', () => {
       await page.click('#camera-open');
       await page.waitForFunction(() => document.getElementById('camera-video').videoWidth > 0, null, { timeout: 30_000 });
       await page.click('#camera-snap');
-      assert.equal(await page.isVisible('#camera'), false);
-      assert.equal(await page.isVisible('#picture-preview'), true);
+      // Encoding the frame is asynchronous: the dialog closes once the JPEG exists.
+      await page.waitForSelector('#camera', { state: 'hidden', timeout: 30_000 });
+      await page.waitForSelector('#picture-preview', { state: 'visible', timeout: 30_000 });
       await h.ask(page, 'And this one?');
       const snap = (await page.evaluate(() => globalThis.standInCalls))[2].image;
       assert.equal(snap?.type, 'image/jpeg');
