@@ -48,6 +48,7 @@ fixtures: venv
 	$(BIN)/pip install -q -e '.[export]'
 	$(BIN)/python tools/export_fixtures.py --out tests/fixtures
 	$(BIN)/python tools/export_decoder.py --out tests/fixtures
+	$(BIN)/python tools/export_tiny_vlm.py --out tests/fixtures/tiny_vlm
 
 clean:
 	rm -rf out .pytest_cache

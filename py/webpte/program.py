@@ -14,6 +14,8 @@ from .plan import Plan, lower
 from .pte import PteProgram, open_source, read_program
 
 POLICY = "one delegate per method, no host graph breaks"
+# webgpu: the plan on the wgpu-py device; reference: webpte's numpy interpreter (CPU, slow).
+BACKENDS = ("webgpu", "reference")
 
 
 def _source(path_or_bytes):
@@ -57,14 +59,25 @@ class Program:
     state such as KV caches persists across calls until `reset()`.
     """
 
-    def __init__(self, source, method: str = "forward"):
-        from .native import Executor, wgsl_features
-
+    def __init__(self, source, method: str = "forward", *, backend: str = "webgpu"):
+        if backend not in BACKENDS:
+            raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
         self.data, self.path = _source(source)
         self.program = read_program(self.data)
         self.method_name = method
-        self.plan = plan_method(self.program, method, wgsl_features())
-        self.executor = Executor(self.plan, self.data)
+        self.backend = backend
+        if backend == "webgpu":
+            from .native import Executor, wgsl_features
+
+            self.plan = plan_method(self.program, method, wgsl_features())
+            self.executor = Executor(self.plan, self.data)
+        else:
+            from .kernels.reference import ReferenceExecutor
+
+            self.plan = plan_method(self.program, method)
+            m = self.program.method(method)
+            self.executor = ReferenceExecutor(self.plan, m.graph, m.input_value_ids(),
+                                              m.output_value_ids(), self.data)
         self._positions = _position_input(self.plan)
 
     @property
@@ -117,9 +130,10 @@ def _describe(specs) -> str:
     return ", ".join(f"{s.dtype}{list(s.shape)}" for s in specs)
 
 
-def load(path, method: str = "forward") -> Program:
-    """Load `method` of the `.pte` at `path` (or bytes) onto the default WebGPU device."""
-    return Program(path, method)
+def load(path, method: str = "forward", *, backend: str = "webgpu") -> Program:
+    """Load `method` of the `.pte` at `path` (or bytes) onto the default WebGPU device (or
+    the numpy reference interpreter: `backend="reference"`)."""
+    return Program(path, method, backend=backend)
 
 
 def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,

@@ -13,8 +13,9 @@ __all__ = ["ChatFormat", "ContextFullError", "ModelFiles", "ModelFolderError", "
            "window_starts"]
 
 
-def load_model(folder, *, verify: bool = True):
-    """Validate and load a model folder (see webpte.host.files for the layouts)."""
+def load_model(folder, *, verify: bool = True, backend: str = "webgpu"):
+    """Validate and load a model folder (see webpte.host.files for the layouts) on the GPU,
+    or with `backend="reference"` on webpte's numpy interpreter."""
     from .model import load_model as _load
 
-    return _load(folder, verify=verify)
+    return _load(folder, verify=verify, backend=backend)

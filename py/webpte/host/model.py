@@ -15,11 +15,12 @@ from .turn import make_contract
 class Model:
     """Everything the host contract needs, checked at load."""
 
-    def __init__(self, files: ModelFiles):
+    def __init__(self, files: ModelFiles, *, backend: str = "webgpu"):
         from ..program import Program
 
         self.files = files
-        self.decoder = Program(files.decoder)
+        self.backend = backend
+        self.decoder = Program(files.decoder, backend=backend)
         consts = {n: m.constant for n, m in self.decoder.program.methods.items()
                   if m.is_constant}
         embeds_in = self.decoder.plan.inputs[0]
@@ -31,14 +32,40 @@ class Model:
         self.max_context = int(consts.get("get_max_context_len") or self.decoder.plan.max_context)
         self.vocab = int(self.decoder.plan.outputs[0].shape[-1])
         self.embeddings = EmbeddingTable(files.embed_tokens, files.embed_scales, self.hidden)
-        self.chat = ChatFormat(files.tokenizer)
+        self.vision = Program(files.vision, backend=backend) if files.vision else None
+        # [height, width] of the pixel values the vision program takes, and the embedding
+        # rows it gives per image (each replaces one <image> token of the prompt).
+        self.image_size, image_rows = self._vision_shapes() if self.vision else (None, None)
+        self.chat = ChatFormat(files.tokenizer, **({"image_rows": image_rows}
+                                                   if image_rows else {}))
         self.contract = make_contract(lambda t: self.chat.token_id(t, required=False),
                                       self.rows, self.max_context, files.sink_token,
                                       files.stop_tokens)
         self.sink_id = self.contract.sink_id
         self.stop_ids = set(self.contract.stop_ids)
         self.image_id = self.chat.token_id(IMAGE_TOKEN, required=False)
-        self.vision = Program(files.vision) if files.vision else None
+        if self.vision is not None and self.image_id is None:
+            raise InputError(f"model {files.name} has a vision program but its tokenizer has "
+                             f"no {IMAGE_TOKEN} token to put the image embeddings at")
+
+    def _vision_shapes(self) -> tuple[tuple[int, int], int]:
+        """Check the vision program against the decoder: pixel values `[1, 3, H, W]` in,
+        `[1, rows, hidden]` out."""
+        plan = self.vision.plan
+        where = f"vision program {self.files.vision.name}"
+        if len(plan.inputs) != 1 or len(plan.outputs) != 1:
+            raise InputError(f"{where} takes {len(plan.inputs)} inputs and gives "
+                             f"{len(plan.outputs)} outputs; a vision program maps pixel values "
+                             f"to image embeddings (one each)")
+        pixels, embeds = plan.inputs[0], plan.outputs[0]
+        ps, es = [int(d) for d in pixels.shape], [int(d) for d in embeds.shape]
+        if pixels.dtype != "float32" or len(ps) != 4 or ps[:2] != [1, 3]:
+            raise InputError(f"{where} takes {pixels.dtype}{ps}, not RGB pixel values "
+                             f"float32[1, 3, H, W]")
+        if len(es) != 3 or es[0] != 1 or es[2] != self.hidden:
+            raise InputError(f"{where} gives {embeds.dtype}{es}; the decoder takes "
+                             f"[1, rows, {self.hidden}] image embeddings")
+        return (ps[2], ps[3]), es[1]
 
     @property
     def name(self) -> str:
@@ -50,6 +77,8 @@ class Model:
         return Session(self)
 
 
-def load_model(folder: str | os.PathLike, *, verify: bool = True) -> Model:
-    """Validate a model folder (one error lists every problem) and load it on the GPU."""
-    return Model(resolve_model_folder(Path(folder), verify=verify))
+def load_model(folder: str | os.PathLike, *, verify: bool = True,
+               backend: str = "webgpu") -> Model:
+    """Validate a model folder (one error lists every problem) and load it on the GPU
+    (`backend="reference"`: run it with webpte's numpy interpreter instead, slowly)."""
+    return Model(resolve_model_folder(Path(folder), verify=verify), backend=backend)

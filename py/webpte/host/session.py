@@ -91,7 +91,7 @@ class Session:
             from .image import preprocess_image
 
             t0 = time.perf_counter()
-            images.append(m.vision.run(preprocess_image(image))[0])
+            images.append(m.vision.run(preprocess_image(image, m.image_size))[0])
             stats.vision_s = time.perf_counter() - t0
         turns = self.turns + [Turn("user", question, image is not None)]
         ids = self.prompt_ids(turns)

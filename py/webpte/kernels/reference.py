@@ -23,14 +23,15 @@ _FILE_DTYPE = {DType.FLOAT32: np.float32, DType.INT32: np.int32, DType.INT64: np
 class RefEnv:
     """Values of one reference run; `state` persists across runs (KV caches)."""
 
-    def __init__(self, graph: Graph, data, state: dict[int, np.ndarray] | None = None):
+    def __init__(self, graph: Graph, data, state: dict[int, np.ndarray] | None = None,
+                 constants: dict[int, np.ndarray] | None = None):
         self.graph = graph
         self.data = data
         self.args = Args(graph)
         self.values: dict[int, np.ndarray] = {}
         self.scalars: dict[int, int] = {}
         self.state = {} if state is None else state
-        self._const_cache: dict[int, np.ndarray] = {}
+        self._const_cache: dict[int, np.ndarray] = {} if constants is None else constants
 
     def get(self, vid: int) -> np.ndarray:
         if vid in self.state:
@@ -82,12 +83,14 @@ def load_constant(graph: Graph, data, t: TensorValue) -> np.ndarray:
 
 
 def run_reference(graph: Graph, inputs: dict[int, np.ndarray], data,
-                  state: dict[int, np.ndarray] | None = None) -> RefEnv:
-    """Interpret the graph with numpy. `inputs` maps graph input value ids to arrays."""
+                  state: dict[int, np.ndarray] | None = None,
+                  constants: dict[int, np.ndarray] | None = None) -> RefEnv:
+    """Interpret the graph with numpy. `inputs` maps graph input value ids to arrays;
+    `state` (KV caches) persists across calls, `constants` caches decoded constants."""
     missing = missing_ops(op.name for op in graph.chain)
     if missing:
         raise UnsupportedOpError(f"no reference for op(s): {', '.join(missing)}", missing)
-    env = RefEnv(graph, data, state)
+    env = RefEnv(graph, data, state, constants)
     for vid in graph.input_ids:
         if vid not in inputs:
             raise InputError(f"reference: graph input {vid} not given")
@@ -97,3 +100,36 @@ def run_reference(graph: Graph, inputs: dict[int, np.ndarray], data,
         env.args.op_name = f"{op.name} (node {node})"
         reg[op.name].reference(env, op)
     return env
+
+
+class ReferenceExecutor:
+    """One planned method run by this interpreter instead of a GPU, with the same `run()` /
+    `reset()` as `webpte.native.Executor`: inputs are checked and narrowed exactly as they are
+    for the GPU, state (KV caches) persists until `reset()`. Slow; the oracle of end-to-end
+    tests and a way to run a program where no adapter exists."""
+
+    def __init__(self, plan, graph: Graph, input_ids, output_ids, data):
+        self.plan = plan
+        self.graph = graph
+        self.input_ids = list(input_ids)
+        self.output_ids = list(output_ids)
+        self.data = data
+        self.state: dict[int, np.ndarray] = {}
+        self.constants: dict[int, np.ndarray] = {}
+
+    def run(self, arrays) -> list[np.ndarray]:
+        from ..native.executor import from_storage_bytes, to_storage_bytes
+
+        if len(arrays) != len(self.plan.inputs):
+            raise InputError(f"the method takes {len(self.plan.inputs)} inputs, got "
+                             f"{len(arrays)}")
+        inputs = {vid: from_storage_bytes(to_storage_bytes(a, spec, f"input {i}"), spec)
+                  for i, (vid, a, spec) in enumerate(zip(self.input_ids, arrays,
+                                                         self.plan.inputs))}
+        env = run_reference(self.graph, inputs, self.data, self.state, self.constants)
+        return [np.array(env.get(vid)).astype(spec.dtype).reshape(spec.shape)
+                for vid, spec in zip(self.output_ids, self.plan.outputs)]
+
+    def reset(self) -> None:
+        """Forget the persistent state (KV caches start from zero again)."""
+        self.state.clear()
