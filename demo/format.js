@@ -64,7 +64,8 @@ const STOPS = {
 
 /** The stats line under an answer, from generate()'s `done` event. */
 export function describeDone(done) {
-  const prefill = `prefill ${done.computedRows} of ${done.promptRows} rows at `
+  const picture = done.visionSeconds > 0 ? `picture ${done.visionSeconds.toFixed(1)} s · ` : '';
+  const prefill = `${picture}prefill ${done.computedRows} of ${done.promptRows} rows at `
     + `${formatRate(done.prefillTokensPerSecond)} tok/s`;
   const decode = `decode ${done.newTokens} tokens at ${formatRate(done.decodeTokensPerSecond)} tok/s`;
   const reused = done.reusedRows ? ` · ${done.reusedRows} rows reused` : '';

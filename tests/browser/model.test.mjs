@@ -75,6 +75,10 @@ function visionFolder() {
   return dir;
 }
 const VISION = visionFolder();
+// A whole SmolVLM-shaped model (tools/export_tiny_vlm.py): its expected.json holds the greedy
+// ids of webpte's numpy interpreter for a two-turn conversation about picture.png.
+const TINY_VLM = join(ROOT, 'tests/fixtures/tiny_vlm');
+const TINY_EXPECTED = JSON.parse(readFileSync(join(TINY_VLM, 'expected.json'), 'utf8'));
 const BAD = variant('model-corrupt', { 'tokenizer/tokenizer_config.json': `${configText} ` });
 const MISSING = variant('model-missing', { 'decoder_q8.pte': null, 'embed_tokens.scale.f32.bin': null });
 
@@ -84,7 +88,7 @@ const timings = [];
 before(async () => {
   s = await openSuitePage({
     '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'),
-    '/model/': FOLDER, '/bad/': BAD, '/missing/': MISSING, '/vision/': VISION,
+    '/model/': FOLDER, '/bad/': BAD, '/missing/': MISSING, '/vision/': VISION, '/tiny-vlm/': TINY_VLM,
   });
   // The model is loaded once here and kept in window.model for the tests below.
   const load = await s.page.evaluate(async () => {
@@ -259,6 +263,38 @@ describe('images (the SmolVLM path, with the tiny fixtures)', () => {
     assert.match(out.err.message, /the vision program gives 48-wide rows, the decoder takes 64/);
     assert.match(out.err.message, /the vision program gives 4 rows, the prompt has 64 <image> tokens per image/);
     assert.equal(out.info.models, 1, 'only the SmolLM2 model is held; the failed one was disposed');
+  });
+
+  test('the tiny VLM answers about a picture with the numpy interpreter\'s token ids, and the follow-up reuses the image turn', LONG, async () => {
+    const e = TINY_EXPECTED;
+    const maxNewTokens = Math.max(...e.answer_ids.map((a) => a.length));
+    const out = await s.page.evaluate(async ({ questions, maxNewTokens }) => {
+      const model = await suite.webpte.loadModel('/tiny-vlm/');
+      try {
+        const picture = await (await fetch('/tiny-vlm/picture.png')).blob();
+        const turns = [];
+        for (const [i, prompt] of questions.entries()) {
+          let done = null;
+          for await (const ev of model.generate({ prompt, image: i === 0 ? picture : null, maxNewTokens })) {
+            if (ev.type === 'done') done = ev;
+          }
+          turns.push(done);
+        }
+        return { turns, hasVision: model.hasVision, imageSize: model.imageSize };
+      } finally {
+        await model.dispose();
+      }
+    }, { questions: e.questions, maxNewTokens });
+    assert.equal(out.hasVision, true);
+    assert.deepEqual(out.imageSize, [512, 512]);
+    for (const [i, t] of out.turns.entries()) {
+      assert.equal(t.promptRows, e.prompt_ids[i].length, `turn ${i + 1} prompt rows`);
+      assert.deepEqual(t.tokenIds, e.answer_ids[i], `turn ${i + 1} greedy ids`);
+      assert.equal(t.reusedRows, e.reused_rows[i], `turn ${i + 1} reused rows`);
+    }
+    assert.ok(out.turns[0].visionSeconds > 0, 'the first turn ran the vision program');
+    assert.ok(!(out.turns[1].visionSeconds > 0), 'the follow-up did not run it again');
+    timings.push(`tiny VLM: vision ${out.turns[0].visionSeconds.toFixed(2)} s, prefill ${out.turns[0].prefillTokensPerSecond.toFixed(1)} tok/s`);
   });
 
   test('a picture decoded by the page keeps its pixels; pixel values are (x/255 - 0.5)/0.5', LONG, async () => {

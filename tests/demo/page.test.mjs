@@ -239,6 +239,43 @@ describe('demo page', () => {
     assert.deepEqual(context.blocked, []);
   });
 
+  test('a picture asked about with a real vision model: the tiny VLM fixture from its URL', LONG, async () => {
+    const dir = join(h.ROOT, 'tests/fixtures/tiny_vlm');
+    const vlmMeta = JSON.parse(readFileSync(join(dir, 'webpte_model.json'), 'utf8'));
+    const expected = JSON.parse(readFileSync(join(dir, 'expected.json'), 'utf8'));
+    const files = {};
+    for (const name of ['webpte_model.json', 'picture.png', ...Object.keys(vlmMeta.sha256)]) files[`/tiny-vlm/${name}`] = join(dir, name);
+    const own = await h.serveSite(files);
+    const browser = await h.launch();
+    const context = await h.guardedContext(browser, own);
+    try {
+      const page = await h.openDemo(context, own);
+      await page.check('input[name=source][value=hub]');
+      await page.fill('#hub-url', `${own.url}/tiny-vlm/`);
+      await h.loadAndWait(page);
+      assert.equal(await h.shownError(page), null);
+      assert.equal(await page.isVisible('#picture-controls'), true);
+      await page.setInputFiles('#picture-input', join(dir, 'picture.png'));
+      assert.equal(await page.isVisible('#picture-preview'), true);
+      const answer = await h.ask(page, expected.questions[0], { maxNewTokens: expected.answer_ids[0].length });
+      assert.equal(answer.error, null);
+      assert.equal(answer.failed, false);
+      const rows = expected.prompt_ids[0].length;
+      assert.match(answer.meta, new RegExp(`^picture [\\d.]+ s · prefill ${rows} of ${rows} rows .* decode ${expected.answer_ids[0].length} tokens`));
+      assert.ok(answer.text.length > 0);
+      assert.equal(await page.locator('#transcript .user img.thumb').count(), 1);
+      const follow = await h.ask(page, expected.questions[1], { maxNewTokens: 4 });
+      assert.equal(follow.error, null);
+      assert.doesNotMatch(follow.meta, /^picture/, 'the follow-up does not run the vision program');
+      assert.match(follow.meta, new RegExp(`${expected.reused_rows[1]} rows reused`));
+    } finally {
+      await context.close();
+      await browser.close();
+      await own.close();
+    }
+    assert.deepEqual(context.blocked, []);
+  });
+
   for (const [folder, name, title] of [
     ['bad-pte', 'PteFormatError', /not a valid ExecuTorch program/],
     ['bad-hash', 'HashMismatchError', /does not match its pinned checksum/],

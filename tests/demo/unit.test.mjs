@@ -40,6 +40,8 @@ test('the stats line of an answer', () => {
   const done = { promptRows: 37, reusedRows: 0, computedRows: 37, newTokens: 7, prefillTokensPerSecond: 6.1, decodeTokensPerSecond: 1.72, stopReason: 'stop_token' };
   assert.equal(describeDone(done), 'prefill 37 of 37 rows at 6.1 tok/s · decode 7 tokens at 1.7 tok/s · end of answer');
   assert.match(describeDone({ ...done, reusedRows: 30, stopReason: 'context_full' }), /30 rows reused · context full: start a new conversation$/);
+  assert.match(describeDone({ ...done, visionSeconds: 2.345 }), /^picture 2\.3 s · prefill 37 of 37 rows/);
+  assert.match(describeDone({ ...done, visionSeconds: 0 }), /^prefill /);
 });
 
 test('every typed error gets a title and what to do, keeping its own message', () => {
