@@ -54,6 +54,22 @@ def test_run_round_trips_a_sequence(gpu, tmp_path, capsys):
     assert "rel-L2 vs reference" in capsys.readouterr().out
 
 
+def test_run_with_the_reference_backend_needs_no_gpu(tmp_path, capsys):
+    """`--backend reference` runs a whole decoder sequence on webpte's numpy interpreter (KV
+    caches carried across calls) and meets the eager reference like the GPU does."""
+    path = _fixture("decoder_q8_tiny")
+    out = tmp_path / "out.npz"
+    rc = main(["run", str(path), "--backend", "reference", "--inputs",
+               str(path.with_suffix(".npz")), "--output", str(out), "--tolerance", "2e-3"])
+    assert rc == 0
+    ref, got = np.load(path.with_suffix(".npz")), np.load(out)
+    calls = sorted(k for k in ref.files if k.endswith("_output_0"))
+    assert len(calls) > 3 and sorted(got.files) == calls
+    for k in calls:
+        assert np.array_equal(got[k].argmax(-1), ref[k].argmax(-1)), k
+    assert "rel-L2 vs reference" in capsys.readouterr().out
+
+
 def test_run_reports_bad_inputs(gpu, tmp_path, capsys):
     path = _fixture("decoder_f32_tiny")
     bad = tmp_path / "bad.npz"

@@ -51,6 +51,8 @@ def add_parser(sub) -> None:
     c.add_argument("--top-p", type=float, default=1.0)
     c.add_argument("--repetition-penalty", type=float, default=1.0)
     c.add_argument("--seed", type=int, default=None)
+    c.add_argument("--backend", choices=("webgpu", "reference"), default="webgpu",
+                   help="webgpu (default) or reference: webpte's numpy interpreter (CPU, slow)")
     c.add_argument("--save-default", action="store_true",
                    help="remember --model as the default in the config file")
     c.set_defaults(func=cmd_chat)
@@ -87,7 +89,7 @@ def cmd_chat(args) -> int:
                                     if args.model != "smollm2" else "smollm2"}))
     folder = resolve_model(name)
     print(f"loading {folder} ...", file=sys.stderr)
-    model = load_model(folder)
+    model = load_model(folder, backend=args.backend)
     session = model.session()
     if args.question:
         _answer(session, args.question, args.image, args)

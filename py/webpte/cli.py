@@ -44,7 +44,7 @@ def cmd_run(args) -> int:
     from .testing import rel_l2
 
     t0 = time.perf_counter()
-    prog = load(args.program, args.method)
+    prog = load(args.program, args.method, backend=args.backend)
     print(f"loaded {args.program} [{args.method}]: {len(prog.plan.dispatches)} dispatches, "
           f"{len(prog.plan.kernels)} kernels, {prog.plan.memory()['total'] / 2**20:.1f} MiB "
           f"in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
@@ -111,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "calls run in order on one loaded program")
     r.add_argument("--output", help="npz to write call{i}_output_{j} into")
     r.add_argument("--method", default="forward")
+    r.add_argument("--backend", choices=("webgpu", "reference"), default="webgpu",
+                   help="webgpu (default) or reference: webpte's numpy interpreter, on the CPU")
     r.add_argument("--tolerance", type=float, default=None,
                    help="fail when an output's rel-L2 vs the npz reference exceeds this")
     r.set_defaults(func=cmd_run)
