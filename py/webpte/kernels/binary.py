@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from ..plan.storage import PACKED, WGSL_TYPE
+from ..errors import UnsupportedOpError
+from ..plan.storage import PACKED, WGSL_TYPE, storage_of
 from ._np import np
 from .common import contiguous_strides
+from .elementwise import Element
 from .registry import OpUnit
 
 _OPS = {"aten.add.Tensor": "add", "aten.sub.Tensor": "sub", "aten.mul.Tensor": "mul"}
@@ -29,32 +31,54 @@ def broadcast_strides(in_dims, out_dims) -> list[int]:
     return [0 if padded[d] == 1 and out_dims[d] != 1 else strides[d] for d in range(rank)]
 
 
-def lower(L, call):
-    op, a, b, alpha, out = _parse(L.args, call)
-    ta, tb, to = L.tensor(a), L.tensor(b), L.tensor(out)
-    dims = tuple(to.dims) or (1,)
-    for t in (ta, tb):
+def _check_broadcast(A, call, vids, out) -> None:
+    dims = tuple(A.tensor(out).dims) or (1,)
+    for t in (A.tensor(v) for v in vids):
         if len(t.dims) > len(dims) or any(
                 x not in (1, y) for x, y in zip(reversed(t.dims), reversed(dims))):
-            raise L.unsupported(f"cannot broadcast {list(t.dims)} to {list(to.dims)}")
-    out_kind = L.storage(out)
-    ty = "f32" if out_kind == "f32" else "i32"
+            raise UnsupportedOpError(f"{A.op_name}: cannot broadcast {list(t.dims)} to "
+                                     f"{list(A.tensor(out).dims)}", [call.name])
+
+
+def element(A, call) -> Element:
+    """The op for one element: `x + alpha * y`, `x - alpha * y` or `x * y` in f32 or i32."""
+    op, a, b, alpha, out = _parse(A, call)
+    _check_broadcast(A, call, (a, b), out)
+    ty = "f32" if storage_of(A.tensor(out)) == "f32" else "i32"
     if ty == "i32" and alpha != int(alpha):
-        raise L.unsupported(f"integer {op} with non-integer alpha {alpha}")
+        raise UnsupportedOpError(f"{A.op_name}: integer {op} with non-integer alpha {alpha}",
+                                 [call.name])
     alpha_lit = f"{float(alpha)!r}" if ty == "f32" else f"{int(alpha)}"
     if ty == "f32" and alpha == 1:
         alpha_lit = "1.0"
+    if op == "mul":
+        def expr(x, y):
+            return f"{x} * {y}"
+    else:
+        sign = "+" if op == "add" else "-"
+
+        def expr(x, y):
+            return f"{x} {sign} {alpha_lit} * {y}"
+    return Element(op, (a, b), out, ty, expr)
+
+
+def lower(L, call):
+    e = element(L.args, call)
+    a, b = e.inputs
+    ta, tb, to = L.tensor(a), L.tensor(b), L.tensor(e.out)
+    dims = tuple(to.dims) or (1,)
+    out_kind = L.storage(e.out)
     n = max(1, to.numel)
     per = 4 if out_kind in PACKED else 1
     wg, row = L.grid(-(-n // per))
-    k = L.kernel("binary", op=op, n=n, rank=len(dims), dims=dims,
+    k = L.kernel("binary", op=e.op, n=n, rank=len(dims), dims=dims,
                  a_strides=broadcast_strides(ta.dims, dims),
                  b_strides=broadcast_strides(tb.dims, dims),
                  a_kind=L.storage(a), b_kind=L.storage(b), out_kind=out_kind,
                  a_wgsl=WGSL_TYPE[L.storage(a)], b_wgsl=WGSL_TYPE[L.storage(b)],
                  out_wgsl=WGSL_TYPE[out_kind], out_packed=out_kind in PACKED,
-                 ty=ty, alpha=alpha_lit, workgroup=256, row=row)
-    L.dispatch(k, [L.buf(a), L.buf(b), L.buf(out)], wg)
+                 ty=e.ty, expr=e.expr("x", "y"), workgroup=256, row=row)
+    L.dispatch(k, [L.buf(a), L.buf(b), L.buf(e.out)], wg)
 
 
 def reference(R, call):
@@ -73,4 +97,4 @@ def reference(R, call):
     R.set(out, np.broadcast_to(r, to.dims) if r.shape != tuple(to.dims) else r)
 
 
-UNITS = [OpUnit(tuple(_OPS), lower, reference)]
+UNITS = [OpUnit(tuple(_OPS), lower, reference, element=element)]

@@ -16,6 +16,7 @@ from ..errors import PlanError, UnsupportedOpError
 from ..plan.storage import PACKED, WGSL_TYPE, storage_of
 from ._np import np
 from .common import contiguous_strides, norm_dim
+from .elementwise import Element
 from .registry import OpUnit
 from .unary import to_storage_array
 
@@ -144,6 +145,18 @@ def index_map(spec: _Spec, in_dims) -> tuple[tuple[int, ...], tuple[int, ...], i
     return (*collapse(in_dims, strides), 0)
 
 
+def _compute_type(in_kind: str) -> str:
+    """Copies compute in f32 from float storage and in i32 from every other kind."""
+    return "f32" if in_kind == "f32" else "i32"
+
+
+def cast_element(A, call) -> Element:
+    """A cast for one element: the value itself, in its compute type."""
+    spec = _parse(A, call)
+    return Element("cast", (spec.x,), spec.out, _compute_type(storage_of(A.tensor(spec.x))),
+                   lambda v: v)
+
+
 def lower(L, call) -> None:
     spec = _parse(L.args, call)
     x, out = spec.x, spec.out
@@ -159,7 +172,7 @@ def lower(L, call) -> None:
     wg, row = L.grid(-(-n // 4) if packed else n)
     what = spec.kind if in_kind == out_kind else f"{spec.kind} cast {in_kind}->{out_kind}"
     k = L.kernel("gather", what=what, n=n, rank=len(dims), dims=dims, strides=strides,
-                 offset=offset, ty="f32" if in_kind == "f32" else "i32", in_kind=in_kind,
+                 offset=offset, ty=_compute_type(in_kind), in_kind=in_kind,
                  out_kind=out_kind, in_wgsl=WGSL_TYPE[in_kind], out_wgsl=WGSL_TYPE[out_kind],
                  out_packed=packed, workgroup=256, row=row)
     L.dispatch(k, [L.buf(x), L.buf(out)], wg)
@@ -178,4 +191,5 @@ def reference(R, call) -> None:
     R.set(spec.out, to_storage_array(v, storage_of(to)).reshape(to.dims))
 
 
-UNITS = [OpUnit(_CASTS + _COPIES + _VIEWS + (_PERMUTE, _SELECT), lower, reference)]
+UNITS = [OpUnit(_CASTS, lower, reference, element=cast_element),
+         OpUnit(_COPIES + _VIEWS + (_PERMUTE, _SELECT), lower, reference)]

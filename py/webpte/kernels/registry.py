@@ -30,6 +30,9 @@ class OpUnit:
     # Ops that only move data between placements (no arithmetic) may say so:
     # the planner uses it for histograms only.
     doc: str = ""
+    # element(A, call) -> kernels.elementwise.Element, for ops that map one element of
+    # same-shaped (or 0-d) operands to one output element: lets the planner fuse chains.
+    element: Callable | None = None
 
 
 _REGISTRY: dict[str, OpUnit] | None = None

@@ -13,7 +13,9 @@ import struct
 from ..errors import UnsupportedOpError
 from ..plan.storage import PACKED, WGSL_TYPE, storage_of
 from ._np import np
+from .elementwise import Element
 from .registry import OpUnit
+from .render import wgsl_f32
 
 _OPS = {"aten.round.default": "round", "aten.clamp.default": "clamp",
         "aten.relu.default": "relu", "aten.sigmoid.default": "sigmoid",
@@ -99,23 +101,48 @@ def _bounds(params: dict, ty: str, where: str, name: str) -> tuple:
     return tuple(out)
 
 
-def lower(L, call) -> None:
-    op, x, out, params = _parse(L.args, call)
-    tx, to = L.tensor(x), L.tensor(out)
+def element(A, call) -> Element:
+    """The op for one element, in its compute type (f32, or exact i32)."""
+    op, x, out, params = _parse(A, call)
+    tx, to = A.tensor(x), A.tensor(out)
     if tx.numel != to.numel:
-        raise L.unsupported(f"input has {tx.numel} elements, output {to.numel}")
-    in_kind, out_kind = L.storage(x), L.storage(out)
-    ty = compute_type(op, in_kind, out_kind)
-    lo, hi = _bounds(params, ty, L.args.op_name, call.name)
-    n = max(1, to.numel)
+        raise UnsupportedOpError(f"{A.op_name}: input has {tx.numel} elements, output "
+                                 f"{to.numel}", [call.name])
+    ty = compute_type(op, storage_of(tx), storage_of(to))
+    lo, hi = _bounds(params, ty, A.op_name, call.name)
+    lit = wgsl_f32 if ty == "f32" else (lambda v: f"{int(v)}i")
+
+    def expr(v: str) -> str:
+        if op == "round":
+            return f"round({v})" if ty == "f32" else v
+        if op == "relu":
+            return f"max({v}, {ty}(0))"
+        if op == "clamp":
+            y = v if lo is None else f"max({v}, {lit(lo)})"
+            return y if hi is None else f"min({y}, {lit(hi)})"
+        if op == "sigmoid":
+            return f"1.0 / (1.0 + exp(-{v}))"
+        if op == "gelu_tanh":
+            # tanh's argument is clamped: tanh(10) is 1.0 in f32, and large inputs must
+            # not overflow.
+            inner = f"{wgsl_f32(GELU_BETA)} * ({v} + {wgsl_f32(GELU_KAPPA)} * ({v} * {v} * {v}))"
+            return f"0.5 * {v} * (1.0 + tanh(clamp({inner}, -10.0, 10.0)))"
+        return f"0.5 * {v} * (1.0 + erf_f32({v} * {wgsl_f32(SQRT1_2)}))"
+    return Element(op, (x,), out, ty, expr, fusible=op != "gelu_erf")
+
+
+def lower(L, call) -> None:
+    e = element(L.args, call)
+    (x,) = e.inputs
+    in_kind, out_kind = L.storage(x), L.storage(e.out)
+    n = max(1, L.tensor(e.out).numel)
     packed = out_kind in PACKED
     wg, row = L.grid(-(-n // 4) if packed else n)
-    k = L.kernel("unary", op=op, n=n, ty=ty, in_kind=in_kind, out_kind=out_kind,
+    k = L.kernel("unary", op=e.op, n=n, ty=e.ty, in_kind=in_kind, out_kind=out_kind,
                  in_wgsl=WGSL_TYPE[in_kind], out_wgsl=WGSL_TYPE[out_kind], out_packed=packed,
-                 lo=lo, hi=hi, beta=GELU_BETA, kappa=GELU_KAPPA, sqrt1_2=SQRT1_2,
-                 erf_small=ERF_SMALL, erf_mid=ERF_MID, erf_large=ERF_LARGE,
+                 expr=e.expr("x"), erf_small=ERF_SMALL, erf_mid=ERF_MID, erf_large=ERF_LARGE,
                  erf_cutoff=ERF_LARGE_CUTOFF, workgroup=256, row=row)
-    L.dispatch(k, [L.buf(x), L.buf(out)], wg)
+    L.dispatch(k, [L.buf(x), L.buf(e.out)], wg)
 
 
 # -- numpy reference (float32 arithmetic in the kernel's order, i32 exact) -------------------
@@ -188,4 +215,4 @@ def reference(R, call) -> None:
     R.set(out, to_storage_array(_apply(op, v, lo, hi), out_kind).reshape(to.dims))
 
 
-UNITS = [OpUnit(tuple(_OPS), lower, reference)]
+UNITS = [OpUnit(tuple(_OPS), lower, reference, element=element)]

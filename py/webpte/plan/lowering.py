@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from ..kernels.common import Args, grid_1d
 from ..kernels.registry import missing_ops, registry
 from ..kernels.render import render
 from ..pte.graph import Graph, OpCall, SymIntValue, TensorValue
+from .fusion import find_groups, lower_group
 from .memory import assign_buffers
 from .model import DispatchSpec, IOSpec, KernelSpec, Plan
 from .storage import WGSL_TYPE, file_convert, storage_bytes, storage_of
@@ -160,12 +162,15 @@ class Lowering:
             self._kernel_ids[src] = k.id
         return self._kernel_ids[src]
 
-    def dispatch(self, kernel: int, bindings: list[int], workgroups) -> None:
+    def dispatch(self, kernel: int, bindings: list[int], workgroups,
+                 label: str | None = None) -> None:
+        """Dispatch `kernel`; `label` names it in profiles (default: the op's name)."""
         wg = tuple(int(x) for x in workgroups) + (1,) * (3 - len(workgroups))
         if any(not 1 <= x <= 65535 for x in wg):
             raise PlanError(f"{self._where()}: workgroup counts {wg} outside 1..65535")
-        self.dispatches.append(DispatchSpec(kernel, list(bindings), wg,
-                                            self.op.name if self.op else "", self.node))
+        if label is None:
+            label = self.op.name if self.op else ""
+        self.dispatches.append(DispatchSpec(kernel, list(bindings), wg, label, self.node))
 
     def grid(self, n_threads: int, workgroup: int = WORKGROUP):
         return grid_1d(n_threads, workgroup)
@@ -180,11 +185,13 @@ class Lowering:
 def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None = None,
           output_ids: list[int] | None = None, input_dtypes: list[str] | None = None,
           output_dtypes: list[str] | None = None, max_context: int | None = None,
-          features: Iterable[str] = ()) -> Plan:
+          features: Iterable[str] = (), fuse: bool | None = None) -> Plan:
     """Lower `graph` to a Plan. Inputs/outputs default to the graph's own order.
 
     `features`: WGSL language features kernels may use (`L.features`); the default,
     none, gives kernels that every WebGPU implementation runs.
+    `fuse`: fuse chains of elementwise ops into one dispatch each (plan/fusion.py);
+    None reads the environment: WEBPTE_FUSE=0 turns it off.
     """
     missing = missing_ops(op.name for op in graph.chain)
     if missing:
@@ -195,11 +202,18 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     L = Lowering(graph, features)
     for vid in input_ids:
         L.vbufs[L.buf(vid)].role = "input"
+    if fuse is None:
+        fuse = os.environ.get("WEBPTE_FUSE", "1") != "0"
+    groups, elements = find_groups(graph, input_ids, output_ids) if fuse else ({}, {})
+    deferred = {node for g in groups.values() for node in g.nodes}
     reg = registry()
     for node, op in enumerate(graph.chain):
         L.op, L.node = op, node
         L.args.op_name = f"{op.name} (node {node})"
-        reg[op.name].lower(L, op)
+        if node in groups:
+            lower_group(L, groups[node], elements)
+        elif node not in deferred:
+            reg[op.name].lower(L, op)
     L.op, L.node = None, -1
     for vid in output_ids:
         b = L.buf(vid)
