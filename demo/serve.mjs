@@ -1,6 +1,7 @@
 // A tiny static server for the demo: 127.0.0.1 only, no listing, no server logic.
 //   node demo/serve.mjs [--root dist] [--port 8000]
-// Tests import serveStatic() to add virtual files and count requests.
+// The demo and browser tests import serveStatic() to mount folders, add virtual files and
+// count requests.
 import { createServer } from 'node:http';
 import { createReadStream, statSync } from 'node:fs';
 import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
@@ -12,15 +13,20 @@ const TYPES = {
   '.css': 'text/css', '.json': 'application/json', '.wasm': 'application/wasm',
   '.zip': 'application/zip', '.whl': 'application/zip', '.png': 'image/png',
   '.jpg': 'image/jpeg', '.svg': 'image/svg+xml', '.txt': 'text/plain',
+  '.pte': 'application/octet-stream', '.bin': 'application/octet-stream',
 };
 
 /**
- * Serve `root` (and `files`: {"/url/path": Buffer | "/abs/file"}, which win over it) on
- * 127.0.0.1. Resolves to {url, hits, close}; `hits` counts requests by path.
- * @param {{root: string, port?: number, files?: Record<string, Buffer | string>, cache?: string}} options
+ * Serve folders on 127.0.0.1: `mounts` ({"/prefix/": "/abs/dir"}), then `root` for every
+ * other path, and `files` ({"/url/path": Buffer | "/abs/file"}), which win over both.
+ * A path under no folder is a 404; one that climbs out of its folder a 403. Resolves to
+ * {url, hits, close}; `hits` counts requests by path.
+ * @param {{root?: string, mounts?: Record<string, string>, port?: number,
+ *   files?: Record<string, Buffer | string>, cache?: string}} options
  */
-export function serveStatic({ root, port = 0, files = {}, cache = 'no-cache' }) {
-  root = resolve(root);
+export function serveStatic({ root = null, mounts = {}, port = 0, files = {}, cache = 'no-cache' }) {
+  const folders = Object.entries(mounts).map(([prefix, dir]) => [prefix, resolve(dir)]);
+  if (root != null) folders.push(['/', resolve(root)]);
   const hits = new Map();
   const server = createServer((req, res) => {
     let path;
@@ -40,8 +46,14 @@ export function serveStatic({ root, port = 0, files = {}, cache = 'no-cache' }) 
       res.writeHead(200, headers(path, virtual.length));
       return void res.end(req.method === 'HEAD' ? undefined : virtual);
     }
-    const file = virtual ?? normalize(join(root, path));
-    if (!virtual && !file.startsWith(root + sep)) return void res.writeHead(403).end();
+    let file = virtual;
+    if (file === undefined) {
+      const folder = folders.find(([prefix]) => path.startsWith(prefix));
+      if (!folder) return void res.writeHead(404).end();
+      const [prefix, dir] = folder;
+      file = normalize(join(dir, path.slice(prefix.length)));
+      if (!file.startsWith(dir + sep)) return void res.writeHead(403).end();
+    }
     let st;
     try {
       st = statSync(file);

@@ -256,7 +256,7 @@ describe('demo page', () => {
       assert.equal(await h.shownError(page), null);
       assert.equal(await page.isVisible('#picture-controls'), true);
       await page.setInputFiles('#picture-input', join(dir, 'picture.png'));
-      assert.equal(await page.isVisible('#picture-preview'), true);
+      await page.waitForSelector('#picture-preview', { state: 'visible', timeout: 30_000 });
       const answer = await h.ask(page, expected.questions[0], { maxNewTokens: expected.answer_ids[0].length });
       assert.equal(answer.error, null);
       assert.equal(answer.failed, false);
