@@ -160,3 +160,36 @@ def test_the_answer_depends_on_the_picture(vlm):
     got = greedy_conversation(vlm, EXPECTED["questions"][:1], mirrored, N_NEW)
     assert got["prompt_ids"][0] == EXPECTED["prompt_ids"][0]
     assert got["answer_ids"][0] != EXPECTED["answer_ids"][0]
+
+
+def test_the_published_smolvlm_layout_runs_end_to_end(gpu, tmp_path, monkeypatch):
+    """The tiny VLM's files under the published SmolVLM names (smolvlm-files.md), with the
+    pinned sizes and sha256 values swapped for the tiny files' own: the SmolVLM layout path
+    (recognition, size + hash checks, vlm_meta.json, `<end_of_utterance>` stops) answers like
+    the webpte layout does."""
+    import webpte.host.files as files
+
+    names = {"smolvlm_vision_q8.pte": "vision_q8.pte", "smolvlm_decoder_q8.pte": "decoder_q8.pte",
+             "embed_tokens.i8.bin": "embed_tokens.i8.bin",
+             "embed_tokens.scale.f32.bin": "embed_tokens.scale.f32.bin",
+             "tokenizer/tokenizer.json": "tokenizer/tokenizer.json",
+             "tokenizer/tokenizer_config.json": "tokenizer/tokenizer_config.json"}
+    (tmp_path / "tokenizer").mkdir()
+    for published, ours in names.items():
+        shutil.copy(FOLDER / ours, tmp_path / published)
+    (tmp_path / "tokenizer" / "special_tokens_map.json").write_text("{}")
+    (tmp_path / "vlm_meta.json").write_text(json.dumps({"hidden_size": 64}))
+    pinned = {name: ((tmp_path / name).stat().st_size, files.sha256_file(tmp_path / name))
+              for name in files.SMOLVLM_FILES}
+    assert set(pinned) == set(names) | {"vlm_meta.json", "tokenizer/special_tokens_map.json"}
+    monkeypatch.setattr(files, "SMOLVLM_FILES", pinned)
+    model = load_model(tmp_path)
+    assert model.files.layout == "smolvlm" and model.image_size == (512, 512)
+    got = greedy_conversation(model, EXPECTED["questions"], PICTURE, N_NEW)
+    assert got == EXPECTED
+    # One flipped byte in the decoder is refused before anything runs.
+    data = bytearray((tmp_path / "smolvlm_decoder_q8.pte").read_bytes())
+    data[-1] ^= 1
+    (tmp_path / "smolvlm_decoder_q8.pte").write_bytes(bytes(data))
+    with pytest.raises(files.ModelFolderError, match="smolvlm_decoder_q8.pte does not match"):
+        load_model(tmp_path)
