@@ -64,15 +64,19 @@ def _element(graph: Graph, node: int) -> Element | None:
     return e
 
 
-def find_groups(graph: Graph, input_ids, output_ids) -> tuple[dict[int, Group], dict[int, Element]]:
-    """Groups of two or more nodes keyed by root node, and the element specs of their nodes."""
+def find_groups(graph: Graph, input_ids, output_ids,
+                exclude=frozenset()) -> tuple[dict[int, Group], dict[int, Element]]:
+    """Groups of two or more nodes keyed by root node, and the element specs of their nodes.
+
+    Nodes in `exclude` (planned by another fusion) take part in no group.
+    """
     uses = _uses(graph, output_ids)
     io = set(input_ids) | set(output_ids)
     elements: dict[int, Element] = {}
     group_of: dict[int, Group] = {}        # producing node -> its open group
     producer: dict[int, int] = {}          # value id -> node, within the current run
     for node in range(len(graph.chain)):
-        e = _element(graph, node)
+        e = None if node in exclude else _element(graph, node)
         if e is None:
             producer.clear()               # runs are consecutive elementwise nodes
             continue

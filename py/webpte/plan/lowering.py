@@ -14,6 +14,7 @@ from ..kernels.registry import missing_ops, registry
 from ..kernels.render import render
 from ..pte.graph import Graph, OpCall, SymIntValue, TensorValue
 from .fusion import find_groups, lower_group
+from .fusion_q8 import find_dual_linears, lower_dual_linear
 from .memory import assign_buffers
 from .model import DispatchSpec, IOSpec, KernelSpec, Plan
 from .storage import WGSL_TYPE, file_convert, storage_bytes, storage_of
@@ -185,13 +186,14 @@ class Lowering:
 def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None = None,
           output_ids: list[int] | None = None, input_dtypes: list[str] | None = None,
           output_dtypes: list[str] | None = None, max_context: int | None = None,
-          features: Iterable[str] = (), fuse: bool | None = None) -> Plan:
+          features: Iterable[str] = (), fuse: bool | str | None = None) -> Plan:
     """Lower `graph` to a Plan. Inputs/outputs default to the graph's own order.
 
     `features`: WGSL language features kernels may use (`L.features`); the default,
     none, gives kernels that every WebGPU implementation runs.
-    `fuse`: fuse chains of elementwise ops into one dispatch each (plan/fusion.py);
-    None reads the environment: WEBPTE_FUSE=0 turns it off.
+    `fuse`: fuse chains of elementwise ops into one dispatch each (plan/fusion.py) and
+    the two passes of a two-pass int8 linear into one (plan/fusion_q8.py); False: neither;
+    "elementwise": only the first. None reads WEBPTE_FUSE the same way ("0" is False).
     """
     missing = missing_ops(op.name for op in graph.chain)
     if missing:
@@ -203,14 +205,21 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     for vid in input_ids:
         L.vbufs[L.buf(vid)].role = "input"
     if fuse is None:
-        fuse = os.environ.get("WEBPTE_FUSE", "1") != "0"
-    groups, elements = find_groups(graph, input_ids, output_ids) if fuse else ({}, {})
+        fuse = os.environ.get("WEBPTE_FUSE", "1")
+        fuse = fuse if fuse == "elementwise" else fuse != "0"
+    # Dual linears first; their adds are withheld from elementwise groups (fusion_q8.py).
+    duals = find_dual_linears(graph, input_ids, output_ids) if fuse is True else {}
+    groups, elements = (find_groups(graph, input_ids, output_ids, exclude=set(duals))
+                        if fuse else ({}, {}))
     deferred = {node for g in groups.values() for node in g.nodes}
+    deferred |= {node for d in duals.values() for node in d.linears}
     reg = registry()
     for node, op in enumerate(graph.chain):
         L.op, L.node = op, node
         L.args.op_name = f"{op.name} (node {node})"
-        if node in groups:
+        if node in duals:
+            lower_dual_linear(L, duals[node])
+        elif node in groups:
             lower_group(L, groups[node], elements)
         elif node not in deferred:
             reg[op.name].lower(L, op)

@@ -1,0 +1,143 @@
+"""Fusing the two passes of a two-pass int8 linear into one kernel that reads W once.
+
+The decoder recipe (tools/decoder_model.py, TwoPassQ8Linear) computes
+    y = linear_q8(q8(x; s1, z1), W) + linear_q8(q8(x - fq8(x); s2, z2), W)
+with one int8 W: two `linear_q8ta_q8csw` calls on the same weight, sums and scales, whose
+outputs meet in one `aten.add.Tensor`. A pair is fused when both outputs are used only
+by that add (and are not method outputs), which also means neither linear's input can
+depend on the other's output. The dispatch takes the add's place in the chain; the two
+linears plan nothing. Each accumulator is dequantized exactly as linear_q8_skinny does,
+then combined with the add's own element expression, so the result is bit-identical to
+the three separate dispatches.
+
+Covered: int8 inputs, up to SKINNY_ROWS rows (decoder windows); many rows, float inputs
+(in-kernel quantization) and pairs with two different bias constants stay unfused.
+
+Ordering with the elementwise pass (fusion.py): pairs are found first, and their adds are
+withheld from elementwise groups (they break a run); everything else groups as before,
+including the chains that produce the second pass's input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import PlanError, UnsupportedOpError
+from ..kernels.binary import element as add_element
+from ..kernels.common import Args
+from ..kernels.linear_q8 import DOT4_FEATURE, SKINNY_ROWS
+from ..kernels.linear_q8 import NAME as LINEAR
+from ..kernels.quantize import f32
+from ..pte.graph import Graph, TensorValue
+from .fusion import MAX_BINDINGS, _uses
+from .storage import storage_of
+
+ADD = "aten.add.Tensor"
+
+
+@dataclass(frozen=True)
+class DualLinear:
+    """Two linear nodes sharing W, in the add's operand order, fused at the add node."""
+
+    linears: tuple[int, int]
+    add: int
+    m: int
+    n: int
+    k: int
+    expr: str          # the add's WGSL for operands `a` and `b`
+
+
+def _const_key(graph: Graph, vid: int):
+    """The same constant under different value ids compares equal (same file bytes)."""
+    v = graph.values[vid]
+    if isinstance(v, TensorValue) and v.is_constant:
+        ref = graph.constants[v.constant_id]
+        return ("const", ref.offset, ref.nbytes, v.dtype.numpy_name, tuple(v.dims))
+    return ("value", vid)
+
+
+def _linear_shape(graph: Graph, call) -> tuple[int, int, int] | None:
+    """(M, N, K) of a linear the dual kernel can run; None otherwise."""
+    if len(call.args) != 8:
+        return None
+    x, _s, zp, w, sums, scales, bias, out = call.args
+    tx, tw, to = (graph.values[v] for v in (x, w, out))
+    if not all(isinstance(t, TensorValue) for t in (tx, tw, to)) or len(tw.dims) != 2:
+        return None
+    n, k = tw.dims
+    if (not tx.dims or tx.dims[-1] != k or tuple(to.dims) != (*tx.dims[:-1], n) or k % 4
+            or k == 0 or storage_of(tx) != "i8" or storage_of(tw) != "i8"
+            or storage_of(to) != "f32"):
+        return None
+    m = tx.numel // k
+    try:
+        zero_point = Args(graph).int(zp)
+    except PlanError:
+        return None
+    if not 0 < m <= SKINNY_ROWS or not -256 <= zero_point <= 255:
+        return None
+    for vid, kind in ((sums, "i32"), (scales, "f32")) + (
+            ((bias, "f32"),) if graph.values[bias] is not None else ()):
+        t = graph.values[vid]
+        if not isinstance(t, TensorValue) or storage_of(t) != kind or t.numel < n:
+            return None
+    return m, n, k
+
+
+def find_dual_linears(graph: Graph, input_ids, output_ids) -> dict[int, DualLinear]:
+    """Fusable pairs keyed by their add node."""
+    uses = _uses(graph, output_ids)
+    io = set(input_ids) | set(output_ids)
+    producer = {op.args[-1]: node for node, op in enumerate(graph.chain) if op.name == LINEAR}
+    pairs: dict[int, DualLinear] = {}
+    for node, op in enumerate(graph.chain):
+        if op.name != ADD or len(op.args) != 4:
+            continue
+        a, b = op.args[0], op.args[1]
+        nodes = (producer.get(a), producer.get(b))
+        if a == b or None in nodes or any(uses.get(v, 0) != 2 or v in io for v in (a, b)):
+            continue
+        calls = [graph.chain[n] for n in nodes]
+        shapes = [_linear_shape(graph, c) for c in calls]
+        if None in shapes or shapes[0] != shapes[1]:
+            continue
+        if any(_const_key(graph, calls[0].args[i]) != _const_key(graph, calls[1].args[i])
+               for i in (3, 4, 5)):
+            continue   # not the same weight
+        biases = {_const_key(graph, c.args[6]) for c in calls
+                  if graph.values[c.args[6]] is not None}
+        if len(biases) > 1:
+            continue   # two bias bindings would exceed MAX_BINDINGS
+        t_out = graph.values[op.args[3]]
+        if storage_of(t_out) != "f32" or tuple(t_out.dims) != tuple(graph.values[a].dims):
+            continue
+        try:
+            e = add_element(Args(graph, f"{op.name} (node {node})"), op)
+        except (UnsupportedOpError, PlanError):
+            continue
+        pairs[node] = DualLinear(nodes, node, *shapes[0], e.expr("a", "b"))
+    return pairs
+
+
+def lower_dual_linear(L, pair: DualLinear) -> None:
+    """One dispatch: both passes' accumulators per output column, W read once."""
+    calls = [L.graph.chain[n] for n in pair.linears]
+    xs, ws, sums, scales = ([c.args[i] for c in calls] for i in (0, 3, 4, 5))
+    bias_ids = [c.args[6] for c in calls]
+    has_bias = [L.graph.values[v] is not None for v in bias_ids]
+    bias_buf = next((L.buf(v) for v, h in zip(bias_ids, has_bias) if h), None)
+    bufs = [L.buf(xs[0]), L.buf(xs[1]), L.buf(ws[0]), L.buf(sums[0]), L.buf(scales[0])]
+    if bias_buf is not None:
+        bufs.append(bias_buf)
+    params = []
+    for c in calls:
+        params += [f32(L.args.float(c.args[1])), L.args.int(c.args[2])]
+    bufs += [L.params(*params), L.buf(L.graph.chain[pair.add].args[3])]
+    if len(bufs) > MAX_BINDINGS:
+        raise PlanError(f"dual linear at node {pair.add}: {len(bufs)} bindings")
+    groups, row = L.grid(pair.n, 64)
+    kern = L.kernel("linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
+                    dot4=DOT4_FEATURE in L.features, vec4=pair.k % 16 == 0,
+                    has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
+                    combine=pair.expr, workgroup=64, row=row)
+    L.dispatch(kern, bufs, groups, label="fused:linear_q8+linear_q8+add")

@@ -1,0 +1,144 @@
+"""Dual int8 linear fusion: two passes on one W and their add as one bit-identical dispatch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import assert_close
+from test_fusion import _calls
+from test_op_q8 import LINEAR, VARIANTS, int8, linear_operands, require_dot4
+from webpte.kernels.reference import run_reference
+from webpte.native import Executor
+from webpte.plan import lower
+from webpte.program import load, plan_method
+from webpte.pte import read_program
+from webpte.pte.builder import GraphBuilder
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DUAL = "fused:linear_q8+linear_q8+add"
+# Dispatches per call: no fusion, elementwise only, all; and the dual dispatches.
+PROGRAMS = {
+    "decoder_q8_tiny.pte": (254, 122, 98, 15),
+    "tiny_vlm/decoder_q8.pte": (254, 122, 98, 15),
+    "vision_q8_tiny.pte": (216, 146, 144, 1),   # one 4-row pair; 64-row pairs stay tiled
+    "tiny_vlm/vision_q8.pte": (118, 81, 81, 0),  # every pair has > 8 rows
+}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_dual_fusion_cuts_dispatches(name, monkeypatch):
+    counts = []
+    for mode in ("0", "elementwise", "1"):
+        monkeypatch.setenv("WEBPTE_FUSE", mode)
+        plan = plan_method(read_program((FIXTURES / name).read_bytes()))
+        counts.append(len(plan.dispatches))
+    duals = sum(d.op == DUAL for d in plan.dispatches)
+    print(f"{name}: dispatches {counts}, dual {duals}")
+    assert (*counts, duals) == PROGRAMS[name]
+
+
+@pytest.mark.parametrize("name", [n for n, c in PROGRAMS.items() if c[3]])
+def test_dual_outputs_are_bitwise_unfused(gpu, name, monkeypatch):
+    path = FIXTURES / name
+    plans = {}
+    for mode in ("0", "elementwise", "1"):
+        monkeypatch.setenv("WEBPTE_FUSE", mode)
+        plans[mode] = load(path)
+    fused = plans["1"]
+    fused.executor.poison()
+    fwd = fused.program.method("forward")
+    in_ids, out_ids = fwd.input_value_ids(), fwd.output_value_ids()
+    state: dict = {}
+    for i, inputs in enumerate(_calls(path, fused.plan)):
+        outs = {mode: p.run(*inputs) for mode, p in plans.items()}
+        env = run_reference(fwd.graph, dict(zip(in_ids, inputs)), fused.data, state)
+        for j, y in enumerate(outs["1"]):
+            for mode in ("0", "elementwise"):
+                x = outs[mode][j]
+                assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), \
+                    f"{name} call {i} output {j}: fused differs from WEBPTE_FUSE={mode}"
+            assert_close(y, env.get(out_ids[j]), rel=1e-4,
+                         what=f"{name} call {i} output {j} vs numpy")
+
+
+def _pair_graph(m, k, n, *, bias, swap=False, shared_output=False, alpha=1):
+    """y = linear(xa) + alpha * linear(xb) on one W; bias on the first pass only."""
+    rng = np.random.default_rng(11)
+    w, sums, scales, b_vals = linear_operands(rng, n, k)
+    b = GraphBuilder()
+    xa, xb = b.tensor(np.int8, (1, m, k)), b.tensor(np.int8, (1, m, k))
+    ya, yb, y = (b.tensor(np.float32, (1, m, n)) for _ in range(3))
+    wc, sc, scc = b.constant(w), b.constant(sums), b.constant(scales)
+    b.op(LINEAR, xa, b.scalar(0.0213), b.scalar(3), wc, sc, scc,
+         b.constant(b_vals) if bias else b.scalar(None), ya)
+    b.op(LINEAR, xb, b.scalar(0.00071), b.scalar(-5), wc, sc, scc, b.scalar(None), yb)
+    b.op("aten.add.Tensor", *((yb, ya) if swap else (ya, yb)), b.scalar(alpha), y)
+    return b.build([xa, xb], [y, ya] if shared_output else [y])
+
+
+CASES = [
+    pytest.param(dict(m=4, k=36, n=5, bias=False), id="4x36x5"),
+    pytest.param(dict(m=3, k=772, n=67, bias=True), id="3x772x67-bias"),
+    pytest.param(dict(m=1, k=960, n=131, bias=True, swap=True), id="1x960x131-bias-swap"),
+    pytest.param(dict(m=7, k=12, n=1, bias=False, alpha=0.5), id="7x12x1-alpha"),
+    pytest.param(dict(m=8, k=16, n=9, bias=True), id="8x16x9-bias"),
+]
+
+
+@pytest.mark.parametrize("features", VARIANTS)
+@pytest.mark.parametrize("case", CASES)
+def test_dual_pair_exact(gpu, features, case):
+    if features:
+        require_dot4()
+    g, blob = _pair_graph(**case)
+    fused, unfused = lower(g, features=features), lower(g, features=features, fuse=False)
+    assert [d.op for d in fused.dispatches] == [DUAL]
+    assert len(unfused.dispatches) == 3
+    dot4 = [("dot4I8Packed" in k.wgsl) for k in fused.kernels]
+    assert dot4 == [bool(features)]
+    rng = np.random.default_rng(5)
+    xs = [int8(rng, (1, case["m"], case["k"])) for _ in range(2)]
+    outs = []
+    for plan in (fused, unfused):
+        ex = Executor(plan, blob)
+        ex.poison()
+        outs.append(ex.run(xs)[0])
+    assert outs[0].tobytes() == outs[1].tobytes(), "dual kernel differs from unfused"
+    ref = run_reference(g, dict(zip(g.input_ids, xs)), blob).get(g.output_ids[0])
+    assert_close(outs[0], ref, rel=1e-6, what="dual linear vs numpy")
+
+
+def test_dual_pair_variants_render():
+    g, _ = _pair_graph(m=4, k=64, n=8, bias=True)
+    portable = lower(g).kernels[0].wgsl
+    dot4 = lower(g, features=[VARIANTS[1].values[0][0]]).kernels[0].wgsl
+    assert "dot4I8Packed" not in portable and "extractBits" in portable
+    assert "dot4I8Packed" in dot4 and "extractBits" not in dot4
+    assert "vec4<u32>" in portable   # K % 16 == 0: 16 bytes per load
+
+
+def test_pairs_used_elsewhere_or_too_tall_are_not_fused():
+    g, _ = _pair_graph(m=4, k=36, n=5, bias=False, shared_output=True)
+    assert DUAL not in [d.op for d in lower(g).dispatches]
+    g, _ = _pair_graph(m=9, k=36, n=5, bias=False)   # tiled path: stays unfused
+    assert len(lower(g).dispatches) == 3
+    g, _ = _pair_graph(m=4, k=36, n=5, bias=False)
+    assert len(lower(g, fuse="elementwise").dispatches) == 3
+    assert len(lower(g, fuse=False).dispatches) == 3
+
+
+def test_different_weights_are_not_fused():
+    rng = np.random.default_rng(2)
+    b = GraphBuilder()
+    xa, xb = b.tensor(np.int8, (4, 8)), b.tensor(np.int8, (4, 8))
+    ya, yb, y = (b.tensor(np.float32, (4, 4)) for _ in range(3))
+    for x, o in ((xa, ya), (xb, yb)):
+        w, sums, scales, _ = linear_operands(rng, 4, 8)
+        b.op(LINEAR, x, b.scalar(0.02), b.scalar(0), b.constant(w), b.constant(sums),
+             b.constant(scales), b.scalar(None), o)
+    b.op("aten.add.Tensor", ya, yb, b.scalar(1), y)
+    g, _ = b.build([xa, xb], [y])
+    assert len(lower(g).dispatches) == 3
