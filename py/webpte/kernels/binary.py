@@ -48,18 +48,7 @@ def element(A, call) -> Element:
     if ty == "i32" and alpha != int(alpha):
         raise UnsupportedOpError(f"{A.op_name}: integer {op} with non-integer alpha {alpha}",
                                  [call.name])
-    alpha_lit = f"{float(alpha)!r}" if ty == "f32" else f"{int(alpha)}"
-    if ty == "f32" and alpha == 1:
-        alpha_lit = "1.0"
-    if op == "mul":
-        def expr(x, y):
-            return f"{x} * {y}"
-    else:
-        sign = "+" if op == "add" else "-"
-
-        def expr(x, y):
-            return f"{x} {sign} {alpha_lit} * {y}"
-    return Element(op, (a, b), out, ty, expr)
+    return Element(op, (a, b), out, ty, {"alpha": float(alpha) if ty == "f32" else int(alpha)})
 
 
 def lower(L, call):
@@ -77,7 +66,7 @@ def lower(L, call):
                  a_kind=L.storage(a), b_kind=L.storage(b), out_kind=out_kind,
                  a_wgsl=WGSL_TYPE[L.storage(a)], b_wgsl=WGSL_TYPE[L.storage(b)],
                  out_wgsl=WGSL_TYPE[out_kind], out_packed=out_kind in PACKED,
-                 ty=e.ty, expr=e.expr("x", "y"), workgroup=256, row=row)
+                 ty=e.ty, element=e.spec(), workgroup=256, row=row)
     L.dispatch(k, [L.buf(a), L.buf(b), L.buf(e.out)], wg)
 
 

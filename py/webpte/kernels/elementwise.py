@@ -1,23 +1,29 @@
-"""One elementwise op as WGSL for one element, shared by its own kernel and by fusion."""
+"""One elementwise op for one element, shared by its own kernel, fused chains and the dual
+int8 linear: what it reads and writes, its compute type and its constants. The WGSL for it
+is one macro, `expr` in shaders/_elementwise.wgsl.j2."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class Element:
-    """What an elementwise op computes for one element.
+    """An elementwise op as data.
 
-    `expr(*operands)` takes WGSL expressions of type `ty` for `inputs` (in order) and
-    returns the op's result as a WGSL expression of type `ty`. `fusible` is False for
-    forms whose expression needs helper functions of their own template (gelu's erf).
+    `ty` is the compute type (f32, or exact i32); `params` holds the op's constants as the
+    template reads them (add/sub: alpha; clamp: lo, hi; gelu: its polynomial constants).
+    `fusible` is False for forms whose expression needs helper functions of their own
+    template (gelu's erf).
     """
 
     op: str
     inputs: tuple[int, ...]
     out: int
     ty: str
-    expr: Callable[..., str]
+    params: dict = field(default_factory=dict)
     fusible: bool = True
+
+    def spec(self) -> dict:
+        """What `_elementwise.wgsl.j2`'s `expr` macro takes."""
+        return {"op": self.op, "ty": self.ty, **self.params}

@@ -153,8 +153,7 @@ def _compute_type(in_kind: str) -> str:
 def cast_element(A, call) -> Element:
     """A cast for one element: the value itself, in its compute type."""
     spec = _parse(A, call)
-    return Element("cast", (spec.x,), spec.out, _compute_type(storage_of(A.tensor(spec.x))),
-                   lambda v: v)
+    return Element("cast", (spec.x,), spec.out, _compute_type(storage_of(A.tensor(spec.x))))
 
 
 def lower(L, call) -> None:

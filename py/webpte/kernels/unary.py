@@ -15,7 +15,6 @@ from ..plan.storage import PACKED, WGSL_TYPE, storage_of
 from ._np import np
 from .elementwise import Element
 from .registry import OpUnit
-from .render import wgsl_f32
 
 _OPS = {"aten.round.default": "round", "aten.clamp.default": "clamp",
         "aten.relu.default": "relu", "aten.sigmoid.default": "sigmoid",
@@ -110,25 +109,10 @@ def element(A, call) -> Element:
                                  f"{to.numel}", [call.name])
     ty = compute_type(op, storage_of(tx), storage_of(to))
     lo, hi = _bounds(params, ty, A.op_name, call.name)
-    lit = wgsl_f32 if ty == "f32" else (lambda v: f"{int(v)}i")
-
-    def expr(v: str) -> str:
-        if op == "round":
-            return f"round({v})" if ty == "f32" else v
-        if op == "relu":
-            return f"max({v}, {ty}(0))"
-        if op == "clamp":
-            y = v if lo is None else f"max({v}, {lit(lo)})"
-            return y if hi is None else f"min({y}, {lit(hi)})"
-        if op == "sigmoid":
-            return f"1.0 / (1.0 + exp(-{v}))"
-        if op == "gelu_tanh":
-            # tanh's argument is clamped: tanh(10) is 1.0 in f32, and large inputs must
-            # not overflow.
-            inner = f"{wgsl_f32(GELU_BETA)} * ({v} + {wgsl_f32(GELU_KAPPA)} * ({v} * {v} * {v}))"
-            return f"0.5 * {v} * (1.0 + tanh(clamp({inner}, -10.0, 10.0)))"
-        return f"0.5 * {v} * (1.0 + erf_f32({v} * {wgsl_f32(SQRT1_2)}))"
-    return Element(op, (x,), out, ty, expr, fusible=op != "gelu_erf")
+    consts = {"clamp": {"lo": lo, "hi": hi},
+              "gelu_tanh": {"beta": GELU_BETA, "kappa": GELU_KAPPA},
+              "gelu_erf": {"sqrt1_2": SQRT1_2}}.get(op, {})
+    return Element(op, (x,), out, ty, consts, fusible=op != "gelu_erf")
 
 
 def lower(L, call) -> None:
@@ -140,7 +124,7 @@ def lower(L, call) -> None:
     wg, row = L.grid(-(-n // 4) if packed else n)
     k = L.kernel("unary", op=e.op, n=n, ty=e.ty, in_kind=in_kind, out_kind=out_kind,
                  in_wgsl=WGSL_TYPE[in_kind], out_wgsl=WGSL_TYPE[out_kind], out_packed=packed,
-                 expr=e.expr("x"), erf_small=ERF_SMALL, erf_mid=ERF_MID, erf_large=ERF_LARGE,
+                 element=e.spec(), erf_small=ERF_SMALL, erf_mid=ERF_MID, erf_large=ERF_LARGE,
                  erf_cutoff=ERF_LARGE_CUTOFF, workgroup=256, row=row)
     L.dispatch(k, [L.buf(x), L.buf(e.out)], wg)
 

@@ -103,64 +103,34 @@ def find_groups(graph: Graph, input_ids, output_ids,
 
 # -- the fused kernel --------------------------------------------------------------------
 
-def _stored_load(buf: str, kind: str, index: str) -> str:
-    """Element `index` of a storage array, as held in registers by `_load_as`."""
-    if kind == "i8":
-        return f"extractBits(bitcast<i32>({buf}[({index}) >> 2u]), (({index}) & 3u) * 8u, 8u)"
-    if kind == "u8":
-        return f"i32(extractBits({buf}[({index}) >> 2u], (({index}) & 3u) * 8u, 8u))"
-    return f"{buf}[{index}]"
-
-
-def _store(kind: str, v: str) -> str:
-    """A computed value as its storage kind would hold it (i8/u8 as the sign/zero-extended
-    low byte that a packed store then load gives)."""
-    if kind == "bool":
-        return f"select(0u, 1u, bool({v}))"
-    if kind == "f32":
-        return f"f32({v})"
-    if kind == "i8":
-        return f"extractBits(i32({v}), 0u, 8u)"
-    if kind == "u8":
-        return f"i32(extractBits(bitcast<u32>(i32({v})), 0u, 8u))"
-    return f"i32({v})"
-
-
-def _load_as(kind: str, s: str, ty: str) -> str:
-    """A stored value read as compute type `ty`, as `_common.load` converts it."""
-    if kind == "bool":
-        return f"select(0.0, 1.0, {s} != 0u)" if ty == "f32" else f"{ty}({s} != 0u)"
-    return f"{ty}({s})"
-
-
 def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
-    """One dispatch computing the group's root value from its external inputs."""
+    """One dispatch computing the group's root value from its external inputs.
+
+    The kernel (shaders/fused_elementwise.wgsl.j2) holds every value in its stored form
+    (what a store then a load gives), so each op sees exactly what its own kernel would
+    read. Registers are named by position in the group, so that the same chain in every
+    layer renders the same source (one pipeline)."""
     n = max(1, group.numel)
     bufs: list[int] = []
     wgsl: list[str] = []          # storage array type of each input binding
-    names: dict[int, str] = {}    # value id -> register holding its stored form
-    lines: list[str] = []
-    # Registers are named by position in the group, so that the same chain in every
-    # layer renders the same source (one pipeline).
+    register: dict[int, str] = {}  # value id -> register holding its stored form
+    externals = []
     for j, vid in enumerate(group.external):
         b = L.buf(vid)
         if b not in bufs:
             bufs.append(b)
             wgsl.append(WGSL_TYPE[L.storage(vid)])
-        names[vid] = f"e{j}"
-        index = "i" if L.tensor(vid).numel == group.numel else "0u"
-        lines.append(f"let e{j} = {_stored_load(f'a{bufs.index(b)}', L.storage(vid), index)};")
-    root = elements[group.root]
+        register[vid] = f"e{j}"
+        externals.append({"binding": f"a{bufs.index(b)}", "kind": L.storage(vid),
+                          "index": "i" if L.tensor(vid).numel == group.numel else "0u"})
+    steps = []
     for j, node in enumerate(group.nodes):
         e = elements[node]
-        operands = []
-        for k, vid in enumerate(e.inputs):
-            lines.append(f"let x{j}_{k} = {_load_as(L.storage(vid), names[vid], e.ty)};")
-            operands.append(f"x{j}_{k}")
-        lines.append(f"let v{j}: {e.ty} = {e.expr(*operands)};")
-        if node != group.root:
-            lines.append(f"let s{j} = {_store(L.storage(e.out), f'v{j}')};")
-            names[e.out] = f"s{j}"
+        steps.append({"element": e.spec(), "out_kind": L.storage(e.out),
+                      "operands": [(register[vid], L.storage(vid)) for vid in e.inputs],
+                      "args": [f"x{j}_{k}" for k in range(len(e.inputs))]})
+        register[e.out] = f"s{j}"
+    root = elements[group.root]
     out_kind = L.storage(root.out)
     packed = out_kind in PACKED
     wg, row = L.grid(-(-n // 4) if packed else n)
@@ -168,6 +138,5 @@ def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
     k = L.kernel("fused_elementwise", ops=ops, n=n,
                  inputs=[(f"a{j}", ty, "read") for j, ty in enumerate(wgsl)],
                  out_kind=out_kind, out_wgsl=WGSL_TYPE[out_kind], out_packed=packed,
-                 ty=root.ty, lines=lines, result=f"v{len(group.nodes) - 1}", workgroup=256, row=row)
+                 ty=root.ty, externals=externals, steps=steps, workgroup=256, row=row)
     L.dispatch(k, bufs + [L.buf(root.out)], wg, label=f"fused:{ops}")
-

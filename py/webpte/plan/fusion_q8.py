@@ -44,7 +44,7 @@ class DualLinear:
     m: int
     n: int
     k: int
-    expr: str          # the add's WGSL for operands `a` and `b`
+    add_element: dict  # the add's element spec (shaders/_elementwise.wgsl.j2)
 
 
 def _const_key(graph: Graph, vid: int):
@@ -115,7 +115,7 @@ def find_dual_linears(graph: Graph, input_ids, output_ids) -> dict[int, DualLine
             e = add_element(Args(graph, f"{op.name} (node {node})"), op)
         except (UnsupportedOpError, PlanError):
             continue
-        pairs[node] = DualLinear(nodes, node, *shapes[0], e.expr("a", "b"))
+        pairs[node] = DualLinear(nodes, node, *shapes[0], e.spec())
     return pairs
 
 
@@ -139,5 +139,5 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     kern = L.kernel("linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
                     dot4=DOT4_FEATURE in L.features, vec4=pair.k % 16 == 0,
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
-                    combine=pair.expr, workgroup=64, row=row)
+                    add=pair.add_element, workgroup=64, row=row)
     L.dispatch(kern, bufs, groups, label="fused:linear_q8+linear_q8+add")
