@@ -16,15 +16,20 @@ from webpte.pte import read_program
 from webpte.pte.builder import GraphBuilder
 
 FIXTURES = Path(__file__).parent / "fixtures"
-# Dispatches per call unfused -> fused (elementwise and dual int8 linears, test_fusion_q8.py).
+QUANTIZE = "quantized_decomposed.quantize_per_tensor.default"
+# Dispatches per call unfused -> fused (elementwise and dual int8 linears, test_fusion_q8.py),
+# quantize included: chains ending in a quantize are one dispatch.
 PROGRAMS = {
-    "decoder_q8_tiny.pte": (254, 98),
-    "vision_q8_tiny.pte": (216, 144),
-    "linear_q8.pte": (14, 8),
+    "decoder_q8_tiny.pte": (254, 83),
+    "vision_q8_tiny.pte": (216, 131),
+    "linear_q8.pte": (14, 7),
     "siglip_block_f32.pte": (20, 20),
-    "tiny_vlm/decoder_q8.pte": (254, 98),
-    "tiny_vlm/vision_q8.pte": (118, 81),
+    "tiny_vlm/decoder_q8.pte": (254, 83),
+    "tiny_vlm/vision_q8.pte": (118, 74),
 }
+# Kernels (pipelines) fused, as before quantize took part in groups: it must not add any.
+KERNELS = {"decoder_q8_tiny.pte": 26, "tiny_vlm/decoder_q8.pte": 26, "vision_q8_tiny.pte": 29,
+           "tiny_vlm/vision_q8.pte": 30}
 
 
 def _plan(path: Path, fuse: bool, monkeypatch):
@@ -126,3 +131,86 @@ def test_int8_chain_is_fused_and_exact(gpu):
     x_in = (np.random.default_rng(5).standard_normal((7, 9)) * 150).astype(np.float32)
     native, ref = run_graph_both(g, blob, [x_in])
     assert native[0].tobytes() == ref[0].astype(np.float32).tobytes()
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_fused_quantize_adds_no_pipelines(name, monkeypatch):
+    plan = _plan(FIXTURES / name, True, monkeypatch)
+    assert len(plan.kernels) == KERNELS[name]
+    assert any(d.op.startswith("fused:") and d.op.endswith("+quantize") for d in plan.dispatches)
+
+
+def _quantize(b, x, scale, zp, qmin, qmax, out):
+    b.op(QUANTIZE, x, b.scalar(scale), b.scalar(zp), b.scalar(qmin), b.scalar(qmax),
+         b.scalar(None), out)
+
+
+def _chain_to_quantize(shape, out_dtype, scale, zp, qmin, qmax, dequantize: bool):
+    """x * 2 + y -> quantize; with `dequantize`, -> _to_copy f32 -> * 0.37 (quantize inside)."""
+    b = GraphBuilder()
+    x, y = b.tensor(np.float32, shape), b.tensor(np.float32, shape)
+    m, a = b.tensor(np.float32, shape), b.tensor(np.float32, shape)
+    q = b.tensor(out_dtype, shape)
+    b.op("aten.mul.Tensor", x, b.constant(np.array(2.0, np.float32)), m)
+    b.op("aten.add.Tensor", m, y, b.scalar(1), a)
+    _quantize(b, a, scale, zp, qmin, qmax, q)
+    if not dequantize:
+        return b.build([x, y], [q])
+    f, o = b.tensor(np.float32, shape), b.tensor(np.float32, shape)
+    b.op("aten._to_copy.default", q, *[b.scalar(None)] * 4, b.scalar(False), b.scalar(None), f)
+    b.op("aten.mul.Tensor", f, b.constant(np.array(0.37, np.float32)), o)
+    return b.build([x, y], [o])
+
+
+@pytest.mark.parametrize("dequantize", [False, True], ids=["root", "inside"])
+@pytest.mark.parametrize("shape,out_dtype,scale,zp,qmin,qmax", [
+    ((7, 11), np.int8, 0.25, 0, -128, 127),       # x*4 on .5 ties; |x| beyond the range
+    ((3, 5, 13), np.int8, 0.0173, -7, -100, 90),  # a narrower range than the dtype's
+    ((1,), np.int8, 0.5, 3, -128, 127),
+    ((5, 9), np.uint8, 0.25, 128, 0, 255),
+    ((2, 1, 19), np.uint8, 0.0371, 3, 0, 255),
+])
+def test_chain_ending_in_quantize_is_one_exact_dispatch(gpu, shape, out_dtype, scale, zp,
+                                                        qmin, qmax, dequantize):
+    from webpte.native import Executor
+    g, blob = _chain_to_quantize(shape, out_dtype, scale, zp, qmin, qmax, dequantize)
+    fused, unfused = lower(g), lower(g, fuse=False)
+    ops = "mul+add+quantize" + ("+cast+mul" if dequantize else "")
+    assert [d.op for d in fused.dispatches] == [f"fused:{ops}"]
+    assert len(unfused.dispatches) == 5 if dequantize else 3
+    rng = np.random.default_rng(11)
+    # 2x + y on multiples of 1/8: x*inv lands on .5 ties for power-of-two scales; up to
+    # |2x + y| ~ 150 goes far past every clamp bound.
+    x = (rng.integers(-400, 400, shape) / 8).astype(np.float32)
+    y = (rng.integers(-80, 80, shape) / 8).astype(np.float32)
+    x.flat[0], y.flat[0] = 0.0625, 0.0   # exactly 0.5 * scale for scale 0.25: a tie to 0
+    outs = []
+    for plan in (fused, unfused):
+        ex = Executor(plan, blob)
+        ex.poison()
+        outs.append(ex.run([x, y])[0])
+    env = run_reference(g, dict(zip(g.input_ids, [x, y])), blob)
+    ref = env.get(g.output_ids[0])
+    assert outs[0].dtype == outs[1].dtype and outs[0].tobytes() == outs[1].tobytes(), \
+        "fused differs from unfused"
+    assert_close(outs[0], ref.astype(outs[0].dtype), exact=True, what="fused vs numpy")
+    if not dequantize and scale == 0.25:
+        ties = (2 * x + y) * 4 % 1 == 0.5
+        assert ties.sum() > 5   # the data does exercise round-half-even
+
+
+def test_quantized_chains_with_different_scales_share_one_pipeline():
+    b = GraphBuilder()
+    x, y = b.tensor(np.float32, (3, 7)), b.tensor(np.float32, (3, 7))
+    outs = []
+    for scale, zp in ((0.05, 3), (0.25, -1)):
+        a, q = b.tensor(np.float32, (3, 7)), b.tensor(np.int8, (3, 7))
+        b.op("aten.add.Tensor", x, y, b.scalar(1), a)
+        _quantize(b, a, scale, zp, -128, 127, q)
+        outs.append(q)
+    g, _ = b.build([x, y], outs)
+    plan = lower(g)
+    assert [d.op for d in plan.dispatches] == ["fused:add+quantize"] * 2
+    assert len(plan.kernels) == 1
+    words = [plan.buffers[d.bindings[-2]].init["words"] for d in plan.dispatches]
+    assert words[0] != words[1] and [w[1] for w in words] == [3, 0xFFFFFFFF]

@@ -13,6 +13,9 @@ class Element:
 
     `ty` is the compute type (f32, or exact i32); `params` holds the op's constants as the
     template reads them (add/sub: alpha; clamp: lo, hi; gelu: its polynomial constants).
+    `runtime` holds per-dispatch scalars (quantize: 1/scale, zero point, range) as words of
+    the kernel's params buffer `p`, read from word `at` on (`spec`), so that dispatches that
+    differ only in them render the same source (one pipeline).
     `fusible` is False for forms whose expression needs helper functions of their own
     template (gelu's erf).
     """
@@ -22,8 +25,10 @@ class Element:
     out: int
     ty: str
     params: dict = field(default_factory=dict)
+    runtime: tuple[float | int, ...] = ()
     fusible: bool = True
 
-    def spec(self) -> dict:
-        """What `_elementwise.wgsl.j2`'s `expr` macro takes."""
-        return {"op": self.op, "ty": self.ty, **self.params}
+    def spec(self, at: int = 0) -> dict:
+        """What `_elementwise.wgsl.j2`'s `expr` macro takes; `at`: the params word where
+        `runtime` starts."""
+        return {"op": self.op, "ty": self.ty, "at": at, **self.params}

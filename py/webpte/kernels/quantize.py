@@ -12,8 +12,10 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from ..errors import PlanError
+from ..errors import PlanError, UnsupportedOpError
+from ..plan.storage import storage_of
 from ._np import np
+from .elementwise import Element
 from .registry import OpUnit
 
 __all__ = ["QuantParams", "f32", "quantize_params", "quantize_reference", "UNITS"]
@@ -64,25 +66,38 @@ def _parse(A, call):
     return x, quantize_params(A.float(scale), A.int(zp), A.int(qmin), A.int(qmax)), out
 
 
-def lower(L, call) -> None:
-    x, params, out = _parse(L.args, call)
-    tx, to = L.tensor(x), L.tensor(out)
-    if L.storage(x) != "f32":
-        raise L.unsupported(f"quantize of a {tx.dtype.name} input (only float32)")
-    kind = L.storage(out)
+def element(A, call) -> Element:
+    """quantize for one element: its parameters are runtime words (the params buffer), so
+    every quantize, alone or at the end of a fused chain, renders the same source."""
+    x, params, out = _parse(A, call)
+    tx, to = A.tensor(x), A.tensor(out)
+    if storage_of(tx) != "f32":
+        raise _unsupported(A, call, f"quantize of a {tx.dtype.name} input (only float32)")
+    kind = storage_of(to)
     if kind not in _RANGE:
-        raise L.unsupported(f"quantize to {to.dtype.name} (only int8 and uint8)")
+        raise _unsupported(A, call, f"quantize to {to.dtype.name} (only int8 and uint8)")
     lo, hi = _RANGE[kind]
-    if not lo <= params[2] <= params[3] <= hi:
-        raise L.unsupported(f"quant range [{params[2]}, {params[3]}] does not fit "
-                            f"{to.dtype.name}")
+    if not lo <= params.quant_min <= params.quant_max <= hi:
+        raise _unsupported(A, call, f"quant range [{params.quant_min}, {params.quant_max}] "
+                                    f"does not fit {to.dtype.name}")
     if tuple(tx.dims) != tuple(to.dims):
-        raise L.unsupported(f"output dims {list(to.dims)} differ from input {list(tx.dims)}")
-    n = max(1, tx.numel)
+        raise _unsupported(A, call, f"output dims {list(to.dims)} differ from input "
+                                    f"{list(tx.dims)}")
+    return Element("quantize", (x,), out, "f32", runtime=tuple(params))
+
+
+def _unsupported(A, call, why: str) -> UnsupportedOpError:
+    return UnsupportedOpError(f"{A.op_name}: {why}", [call.name])
+
+
+def lower(L, call) -> None:
+    e = element(L.args, call)
+    (x,) = e.inputs
+    n = max(1, L.tensor(x).numel)
     wg, row = L.grid(-(-n // 4))  # one packed output word per invocation
     # Scale and zero point come from a params buffer: one pipeline serves every quantize.
     k = L.kernel("quantize", n=n, workgroup=256, row=row)
-    L.dispatch(k, [L.buf(x), L.params(*params), L.buf(out)], wg)
+    L.dispatch(k, [L.buf(x), L.params(*e.runtime), L.buf(e.out)], wg)
 
 
 def reference(R, call) -> None:
@@ -90,4 +105,4 @@ def reference(R, call) -> None:
     R.set(out, quantize_reference(R.get(x), params))
 
 
-UNITS = [OpUnit((NAME,), lower, reference)]
+UNITS = [OpUnit((NAME,), lower, reference, element=element)]

@@ -6,7 +6,9 @@ group, and are not method outputs. Every value in a group has the root's element
 or is a scalar (one element, read at element 0). The fused kernel evaluates each op with
 its own expression and compute type, and passes each intermediate through exactly the
 conversion its storage would apply (store, then load), so results are bit-identical to
-the unfused dispatches.
+the unfused dispatches. Ops' runtime scalars (quantize's scale, zero point and range) go
+into one params buffer of the group, binding `p`, never into the source: the same chain
+in every layer is one pipeline whatever its scales.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Group:
     nodes: list[int]
     numel: int
     external: list[int] = field(default_factory=list)   # input value ids, first use order
+    runtime: bool = False                                # has a params buffer binding
 
     @property
     def root(self) -> int:
@@ -81,7 +84,8 @@ def find_groups(graph: Graph, input_ids, output_ids,
             producer.clear()               # runs are consecutive elementwise nodes
             continue
         elements[node] = e
-        g = Group([node], graph.tensor(e.out).numel, list(dict.fromkeys(e.inputs)))
+        g = Group([node], graph.tensor(e.out).numel, list(dict.fromkeys(e.inputs)),
+                  bool(e.runtime))
         for vid in dict.fromkeys(e.inputs):
             p = producer.get(vid)
             # Ops name their outputs among their args: 2 is the producer and this node.
@@ -91,9 +95,10 @@ def find_groups(graph: Graph, input_ids, output_ids,
             if h.numel not in (1, g.numel):
                 continue
             ext = list(dict.fromkeys([x for x in g.external if x != vid] + h.external))
-            if len(ext) + 1 > MAX_BINDINGS:
+            runtime = g.runtime or h.runtime
+            if len(ext) + runtime + 1 > MAX_BINDINGS:   # inputs, params, output
                 continue
-            g = Group(sorted(g.nodes + h.nodes), g.numel, ext)
+            g = Group(sorted(g.nodes + h.nodes), g.numel, ext, runtime)
             del group_of[p]
         producer[e.out] = node
         group_of[node] = g
@@ -124,19 +129,23 @@ def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
         externals.append({"binding": f"a{bufs.index(b)}", "kind": L.storage(vid),
                           "index": "i" if L.tensor(vid).numel == group.numel else "0u"})
     steps = []
+    words: list[float | int] = []  # the group's params buffer: runtime words, node order
     for j, node in enumerate(group.nodes):
         e = elements[node]
-        steps.append({"element": e.spec(), "out_kind": L.storage(e.out),
+        steps.append({"element": e.spec(at=len(words)), "out_kind": L.storage(e.out),
                       "operands": [(register[vid], L.storage(vid)) for vid in e.inputs],
                       "args": [f"x{j}_{k}" for k in range(len(e.inputs))]})
         register[e.out] = f"s{j}"
+        words += e.runtime
+    params = [("p", "u32", "read")] if words else []
     root = elements[group.root]
     out_kind = L.storage(root.out)
     packed = out_kind in PACKED
     wg, row = L.grid(-(-n // 4) if packed else n)
     ops = "+".join(elements[node].op for node in group.nodes)
     k = L.kernel("fused_elementwise", ops=ops, n=n,
-                 inputs=[(f"a{j}", ty, "read") for j, ty in enumerate(wgsl)],
+                 inputs=[(f"a{j}", ty, "read") for j, ty in enumerate(wgsl)] + params,
                  out_kind=out_kind, out_wgsl=WGSL_TYPE[out_kind], out_packed=packed,
                  ty=root.ty, externals=externals, steps=steps, workgroup=256, row=row)
+    bufs += [L.params(*words)] if words else []
     L.dispatch(k, bufs + [L.buf(root.out)], wg, label=f"fused:{ops}")
