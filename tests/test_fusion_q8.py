@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from harness import assert_close
-from test_fusion import _calls
+from test_fusion import _calls, _quantize
 from test_op_q8 import LINEAR, VARIANTS, int8, linear_operands, require_dot4
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
@@ -21,8 +21,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 DUAL = "fused:linear_q8+linear_q8+add"
 # Dispatches per call: no fusion, elementwise only, all; and the dual dispatches.
 PROGRAMS = {
-    "decoder_q8_tiny.pte": (254, 107, 83, 15),
-    "tiny_vlm/decoder_q8.pte": (254, 107, 83, 15),
+    "decoder_q8_tiny.pte": (254, 107, 77, 15),    # 6 duals take their consumer's chain
+    "tiny_vlm/decoder_q8.pte": (254, 107, 77, 15),
     "vision_q8_tiny.pte": (216, 133, 131, 1),   # one 4-row pair; 64-row pairs stay tiled
     "tiny_vlm/vision_q8.pte": (118, 74, 74, 0),  # every pair has > 8 rows
 }
@@ -35,7 +35,7 @@ def test_dual_fusion_cuts_dispatches(name, monkeypatch):
         monkeypatch.setenv("WEBPTE_FUSE", mode)
         plan = plan_method(read_program((FIXTURES / name).read_bytes()))
         counts.append(len(plan.dispatches))
-    duals = sum(d.op == DUAL for d in plan.dispatches)
+    duals = sum(d.op.startswith(DUAL) for d in plan.dispatches)
     print(f"{name}: dispatches {counts}, dual {duals}")
     assert (*counts, duals) == PROGRAMS[name]
 
@@ -142,3 +142,87 @@ def test_different_weights_are_not_fused():
     b.op("aten.add.Tensor", ya, yb, b.scalar(1), y)
     g, _ = b.build([xa, xb], [y])
     assert len(lower(g).dispatches) == 3
+
+
+# -- epilogue: the chain that consumes the sum, in the dual kernel --------------------------
+
+def _epilogue_graph(m, k, n, chain, *, bias=False):
+    """y = linear(xa) + linear(xb) on one W, then `chain`: "add" (h = y + r), "add_mul"
+    (h * s, s one element: no binding left for s, so the mul stays its own dispatch),
+    "add_mul_r" (h * r), "add_quantize" (quantize(h) to int8: stays its own dispatch)."""
+    rng = np.random.default_rng(13)
+    w, sums, scales, b_vals = linear_operands(rng, n, k)
+    b = GraphBuilder()
+    xa, xb = b.tensor(np.int8, (1, m, k)), b.tensor(np.int8, (1, m, k))
+    r, s = b.tensor(np.float32, (1, m, n)), b.tensor(np.float32, (1,))
+    ya, yb, y, h = (b.tensor(np.float32, (1, m, n)) for _ in range(4))
+    wc, sc, scc = b.constant(w), b.constant(sums), b.constant(scales)
+    b.op(LINEAR, xa, b.scalar(0.0213), b.scalar(3), wc, sc, scc,
+         b.constant(b_vals) if bias else b.scalar(None), ya)
+    b.op(LINEAR, xb, b.scalar(0.00071), b.scalar(-5), wc, sc, scc, b.scalar(None), yb)
+    b.op("aten.add.Tensor", ya, yb, b.scalar(1), y)
+    b.op("aten.add.Tensor", r, y, b.scalar(1), h)
+    inputs, out = [xa, xb, r], h
+    if chain == "add_mul":
+        out = b.tensor(np.float32, (1, m, n))
+        b.op("aten.mul.Tensor", h, s, out)
+        inputs.append(s)
+    elif chain == "add_mul_r":
+        out = b.tensor(np.float32, (1, m, n))
+        b.op("aten.mul.Tensor", h, r, out)
+    elif chain == "add_quantize":
+        out = b.tensor(np.int8, (1, m, n))
+        _quantize(b, h, 0.0371, -3, -128, 127, out)
+    return b.build(inputs, [out])
+
+
+EPILOGUES = [   # case, dispatches fused (the dual's label), fused dispatches, unfused
+    pytest.param(dict(m=3, k=36, n=67, chain="add"), "add", 1, 4, id="3x36x67-add"),
+    pytest.param(dict(m=1, k=772, n=131, chain="add"), "add", 1, 4, id="1x772x131-add"),
+    pytest.param(dict(m=5, k=12, n=9, chain="add_mul"), "add", 2, 5, id="5x12x9-add-mul"),
+    pytest.param(dict(m=4, k=28, n=11, chain="add_mul_r"), "add+mul", 1, 5,
+                 id="4x28x11-add-mul-r"),
+    pytest.param(dict(m=7, k=20, n=13, chain="add_quantize"), "add", 2, 5,
+                 id="7x20x13-add-quantize"),
+    pytest.param(dict(m=2, k=16, n=5, chain="add", bias=True), "", 2, 4,
+                 id="2x16x5-bias-no-room"),
+]
+
+
+@pytest.mark.parametrize("features", VARIANTS)
+@pytest.mark.parametrize("case,ops,n_fused,n_unfused", EPILOGUES)
+def test_dual_epilogue_exact(gpu, features, case, ops, n_fused, n_unfused):
+    if features:
+        require_dot4()
+    g, blob = _epilogue_graph(**case)
+    fused, unfused = lower(g, features=features), lower(g, features=features, fuse=False)
+    labels = [d.op for d in fused.dispatches]
+    assert len(labels) == n_fused and len(unfused.dispatches) == n_unfused, labels
+    assert labels[0] == DUAL + ("+" + ops if ops else "")
+    assert max(len(d.bindings) for d in fused.dispatches) <= 8
+    rng = np.random.default_rng(7)
+    m, k, n = case["m"], case["k"], case["n"]
+    inputs = [int8(rng, (1, m, k)) for _ in range(2)]
+    inputs.append(rng.standard_normal((1, m, n)).astype(np.float32))
+    if case["chain"] == "add_mul":
+        inputs.append(np.array([-1.37], np.float32))
+    outs = []
+    for plan in (fused, unfused, lower(g, features=features, fuse="elementwise")):
+        ex = Executor(plan, blob)
+        ex.poison()
+        outs.append(ex.run(inputs)[0])
+    for other in outs[1:]:
+        assert outs[0].dtype == other.dtype and outs[0].tobytes() == other.tobytes(), \
+            "dual epilogue differs from unfused"
+    ref = run_reference(g, dict(zip(g.input_ids, inputs)), blob).get(g.output_ids[0])
+    if outs[0].dtype == np.int8:
+        assert outs[0].tobytes() == ref.tobytes(), "quantized epilogue differs from numpy"
+    else:
+        assert_close(outs[0], ref, rel=1e-5, what="dual epilogue vs numpy")
+
+
+def test_dual_epilogue_renders_the_shared_chain():
+    g, _ = _epilogue_graph(m=3, k=36, n=67, chain="add_mul_r")
+    wgsl = lower(g).kernels[0].wgsl
+    assert "fn epilogue(i: u32, y: f32) -> f32" in wgsl
+    assert "let v1: f32 = x1_0 * x1_1;" in wgsl

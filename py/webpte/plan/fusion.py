@@ -108,6 +108,40 @@ def find_groups(graph: Graph, input_ids, output_ids,
 
 # -- the fused kernel --------------------------------------------------------------------
 
+def chain_code(L, nodes: list[int], elements: dict[int, Element], external: list[int],
+               register: dict[int, str], numel: int, at: int = 0) -> dict:
+    """What `_elementwise.wgsl.j2`'s `chain` macro takes to evaluate `nodes` in registers.
+
+    `register` maps values the kernel already holds (in stored form) to their names; the
+    external inputs get bindings `a<j>`, one per buffer, read at element `i` (`numel`
+    elements) or at 0 (scalars). `at` is the params word where the chain's runtime words
+    start. Returns the bindings' buffers and WGSL types, the externals, the steps and the
+    runtime words."""
+    register = dict(register)
+    bufs: list[int] = []
+    wgsl: list[str] = []          # storage array type of each input binding
+    externals = []
+    for j, vid in enumerate(external):
+        b = L.buf(vid)
+        if b not in bufs:
+            bufs.append(b)
+            wgsl.append(WGSL_TYPE[L.storage(vid)])
+        register[vid] = f"e{j}"
+        externals.append({"binding": f"a{bufs.index(b)}", "kind": L.storage(vid),
+                          "index": "i" if L.tensor(vid).numel == numel else "0u"})
+    steps = []
+    words: list[float | int] = []  # runtime words, node order
+    for j, node in enumerate(nodes):
+        e = elements[node]
+        steps.append({"element": e.spec(at=at + len(words)), "out_kind": L.storage(e.out),
+                      "operands": [(register[vid], L.storage(vid)) for vid in e.inputs],
+                      "args": [f"x{j}_{k}" for k in range(len(e.inputs))]})
+        register[e.out] = f"s{j}"
+        words += e.runtime
+    return {"bufs": bufs, "wgsl": wgsl, "externals": externals, "steps": steps,
+            "words": words}
+
+
 def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
     """One dispatch computing the group's root value from its external inputs.
 
@@ -116,27 +150,8 @@ def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
     read. Registers are named by position in the group, so that the same chain in every
     layer renders the same source (one pipeline)."""
     n = max(1, group.numel)
-    bufs: list[int] = []
-    wgsl: list[str] = []          # storage array type of each input binding
-    register: dict[int, str] = {}  # value id -> register holding its stored form
-    externals = []
-    for j, vid in enumerate(group.external):
-        b = L.buf(vid)
-        if b not in bufs:
-            bufs.append(b)
-            wgsl.append(WGSL_TYPE[L.storage(vid)])
-        register[vid] = f"e{j}"
-        externals.append({"binding": f"a{bufs.index(b)}", "kind": L.storage(vid),
-                          "index": "i" if L.tensor(vid).numel == group.numel else "0u"})
-    steps = []
-    words: list[float | int] = []  # the group's params buffer: runtime words, node order
-    for j, node in enumerate(group.nodes):
-        e = elements[node]
-        steps.append({"element": e.spec(at=len(words)), "out_kind": L.storage(e.out),
-                      "operands": [(register[vid], L.storage(vid)) for vid in e.inputs],
-                      "args": [f"x{j}_{k}" for k in range(len(e.inputs))]})
-        register[e.out] = f"s{j}"
-        words += e.runtime
+    code = chain_code(L, group.nodes, elements, group.external, {}, group.numel)
+    bufs, words = code["bufs"], code["words"]
     params = [("p", "u32", "read")] if words else []
     root = elements[group.root]
     out_kind = L.storage(root.out)
@@ -144,8 +159,9 @@ def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
     wg, row = L.grid(-(-n // 4) if packed else n)
     ops = "+".join(elements[node].op for node in group.nodes)
     k = L.kernel("fused_elementwise", ops=ops, n=n,
-                 inputs=[(f"a{j}", ty, "read") for j, ty in enumerate(wgsl)] + params,
+                 inputs=[(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])] + params,
                  out_kind=out_kind, out_wgsl=WGSL_TYPE[out_kind], out_packed=packed,
-                 ty=root.ty, externals=externals, steps=steps, workgroup=256, row=row)
+                 ty=root.ty, externals=code["externals"], steps=code["steps"],
+                 workgroup=256, row=row)
     bufs += [L.params(*words)] if words else []
     L.dispatch(k, bufs + [L.buf(root.out)], wg, label=f"fused:{ops}")

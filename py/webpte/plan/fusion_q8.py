@@ -13,24 +13,34 @@ the three separate dispatches.
 Covered: int8 inputs, up to SKINNY_ROWS rows (decoder windows); many rows, float inputs
 (in-kernel quantization) and pairs with two different bias constants stay unfused.
 
-Ordering with the elementwise pass (fusion.py): pairs are found first, and their adds are
-withheld from elementwise groups (they break a run); everything else groups as before,
-including the chains that produce the second pass's input.
+Epilogue: when the sum's only consumer is the next node and starts a chain of elementwise
+ops (the decoder's residual add), each op's result used once, by the next node, the chain
+runs in the dual kernel after the add, as a fused elementwise group would
+(`_elementwise.wgsl.j2`'s `chain`), and the dispatch moves to the chain's root. The
+chain's other inputs have the sum's element count (read at the same flat index) or one
+element; they take the bindings left under MAX_BINDINGS, and the chain stops before an op
+that would need more, or whose result is packed int8 (one invocation per column cannot
+write whole words).
+
+Ordering with the elementwise pass (fusion.py): pairs are found first, and their adds and
+epilogues are withheld from elementwise groups (they break a run); everything else groups
+as before, including the chains that produce the second pass's input.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import PlanError, UnsupportedOpError
 from ..kernels.binary import element as add_element
 from ..kernels.common import Args
+from ..kernels.elementwise import Element
 from ..kernels.linear_q8 import DOT4_FEATURE, SKINNY_ROWS
 from ..kernels.linear_q8 import NAME as LINEAR
 from ..kernels.quantize import f32
 from ..pte.graph import Graph, TensorValue
-from .fusion import MAX_BINDINGS, _uses
-from .storage import storage_of
+from .fusion import MAX_BINDINGS, _element, _uses, chain_code
+from .storage import PACKED, WGSL_TYPE, storage_of
 
 ADD = "aten.add.Tensor"
 
@@ -45,6 +55,12 @@ class DualLinear:
     n: int
     k: int
     add_element: dict  # the add's element spec (shaders/_elementwise.wgsl.j2)
+    epilogue: dict[int, Element] = field(default_factory=dict)  # chain nodes after the add
+
+    @property
+    def root(self) -> int:
+        """The node whose value the dispatch writes, where it takes its place."""
+        return max(self.epilogue, default=self.add)
 
 
 def _const_key(graph: Graph, vid: int):
@@ -84,8 +100,28 @@ def _linear_shape(graph: Graph, call) -> tuple[int, int, int] | None:
     return m, n, k
 
 
+def _epilogue(graph: Graph, add: int, numel: int, uses, io, room: int) -> dict[int, Element]:
+    """The elementwise chain after the add that the dual kernel can evaluate: consecutive
+    nodes, each consuming the previous value (used once, not a method input or output)."""
+    chain: dict[int, Element] = {}
+    external: list[int] = []
+    value = graph.chain[add].args[-1]
+    for node in range(add + 1, len(graph.chain)):
+        if uses.get(value, 0) != 2 or value in io:
+            break
+        e = _element(graph, node)
+        if (e is None or value not in e.inputs or graph.tensor(e.out).numel != numel
+                or storage_of(graph.values[e.out]) in PACKED):
+            break
+        ext = list(dict.fromkeys(external + [v for v in e.inputs if v != value]))
+        if len(ext) > room:
+            break
+        chain[node], external, value = e, ext, e.out
+    return chain
+
+
 def find_dual_linears(graph: Graph, input_ids, output_ids) -> dict[int, DualLinear]:
-    """Fusable pairs keyed by their add node."""
+    """Fusable pairs keyed by their root node (the add, or its epilogue's last node)."""
     uses = _uses(graph, output_ids)
     io = set(input_ids) | set(output_ids)
     producer = {op.args[-1]: node for node, op in enumerate(graph.chain) if op.name == LINEAR}
@@ -115,7 +151,11 @@ def find_dual_linears(graph: Graph, input_ids, output_ids) -> dict[int, DualLine
             e = add_element(Args(graph, f"{op.name} (node {node})"), op)
         except (UnsupportedOpError, PlanError):
             continue
-        pairs[node] = DualLinear(nodes, node, *shapes[0], e.spec())
+        m, n, k = shapes[0]
+        room = MAX_BINDINGS - (5 + len(biases) + 2)   # x, x, w, sums, scales, bias; p, out
+        pair = DualLinear(nodes, node, m, n, k, e.spec(),
+                          _epilogue(graph, node, m * n, uses, io, room))
+        pairs[pair.root] = pair
     return pairs
 
 
@@ -132,12 +172,32 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     params = []
     for c in calls:
         params += [f32(L.args.float(c.args[1])), L.args.int(c.args[2])]
-    bufs += [L.params(*params), L.buf(L.graph.chain[pair.add].args[3])]
+    epilogue, label = None, "fused:linear_q8+linear_q8+add"
+    out = L.graph.chain[pair.add].args[3]
+    if pair.epilogue:
+        nodes = list(pair.epilogue)
+        external = list(dict.fromkeys(v for e in pair.epilogue.values() for v in e.inputs
+                                      if v != out and v not in
+                                      {f.out for f in pair.epilogue.values()}))
+        code = chain_code(L, nodes, pair.epilogue, external, {out: "y"}, pair.m * pair.n,
+                          at=len(params))
+        root = pair.epilogue[pair.root]
+        out = root.out
+        epilogue = {"inputs": [(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])],
+                    "externals": code["externals"], "steps": code["steps"], "ty": root.ty,
+                    "out_kind": L.storage(out), "out_wgsl": WGSL_TYPE[L.storage(out)],
+                    "ops": "+".join(e.op for e in pair.epilogue.values())}
+        bufs += code["bufs"]
+        params += code["words"]
+        epilogue["zero_word"] = len(params)   # the template's opaque zero (`stored`)
+        params.append(0)
+        label += "+" + epilogue["ops"]
+    bufs += [L.params(*params), L.buf(out)]
     if len(bufs) > MAX_BINDINGS:
         raise PlanError(f"dual linear at node {pair.add}: {len(bufs)} bindings")
     groups, row = L.grid(pair.n, 64)
     kern = L.kernel("linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
                     dot4=DOT4_FEATURE in L.features, vec4=pair.k % 16 == 0,
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
-                    add=pair.add_element, workgroup=64, row=row)
-    L.dispatch(kern, bufs, groups, label="fused:linear_q8+linear_q8+add")
+                    add=pair.add_element, epilogue=epilogue, workgroup=64, row=row)
+    L.dispatch(kern, bufs, groups, label=label)

@@ -207,12 +207,14 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     if fuse is None:
         fuse = os.environ.get("WEBPTE_FUSE", "1")
         fuse = fuse if fuse == "elementwise" else fuse != "0"
-    # Dual linears first; their adds are withheld from elementwise groups (fusion_q8.py).
+    # Dual linears first; their adds and epilogues are withheld from elementwise groups
+    # (fusion_q8.py). Each dual dispatch takes its root's place.
     duals = find_dual_linears(graph, input_ids, output_ids) if fuse is True else {}
-    groups, elements = (find_groups(graph, input_ids, output_ids, exclude=set(duals))
+    withheld = {node for d in duals.values() for node in (d.add, *d.epilogue)}
+    groups, elements = (find_groups(graph, input_ids, output_ids, exclude=withheld)
                         if fuse else ({}, {}))
     deferred = {node for g in groups.values() for node in g.nodes}
-    deferred |= {node for d in duals.values() for node in d.linears}
+    deferred |= {node for d in duals.values() for node in d.linears} | withheld
     reg = registry()
     for node, op in enumerate(graph.chain):
         L.op, L.node = op, node
