@@ -46,6 +46,23 @@ def test_fusion_cuts_dispatches(name, monkeypatch):
     assert len(fused.kernels) <= len(unfused.kernels)
 
 
+def test_fused_f32_intermediates_are_opaque(monkeypatch):
+    """Every f32 value a fused kernel passes from one op to the next goes through
+    `opaque_f32` (an OR with a runtime zero), so no compiler can contract or reassociate
+    float ops across the ops' boundaries: each op rounds as its own kernel does."""
+    import re
+
+    plan = _plan(FIXTURES / "decoder_q8_tiny.pte", True, monkeypatch)
+    fused = [k.wgsl for k in plan.kernels if k.name.startswith(("fused_elementwise",
+                                                                 "linear_q8_dual"))]
+    steps = [line for src in fused for line in src.splitlines()
+             if re.match(r"\s*let s\d+ = ", line)]
+    f32_steps = [line for line in steps if "extractBits" not in line and "i32(" not in line
+                 and "select(" not in line]
+    assert f32_steps, "no f32 intermediate in the fused kernels"
+    assert all("| p[" in line for line in f32_steps), "\n".join(f32_steps)
+
+
 def _calls(path: Path, plan) -> list[list[np.ndarray]]:
     npz = path.with_suffix(".npz")
     if npz.exists():

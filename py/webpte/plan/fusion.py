@@ -32,7 +32,6 @@ class Group:
     nodes: list[int]
     numel: int
     external: list[int] = field(default_factory=list)   # input value ids, first use order
-    runtime: bool = False                                # has a params buffer binding
 
     @property
     def root(self) -> int:
@@ -84,8 +83,7 @@ def find_groups(graph: Graph, input_ids, output_ids,
             producer.clear()               # runs are consecutive elementwise nodes
             continue
         elements[node] = e
-        g = Group([node], graph.tensor(e.out).numel, list(dict.fromkeys(e.inputs)),
-                  bool(e.runtime))
+        g = Group([node], graph.tensor(e.out).numel, list(dict.fromkeys(e.inputs)))
         for vid in dict.fromkeys(e.inputs):
             p = producer.get(vid)
             # Ops name their outputs among their args: 2 is the producer and this node.
@@ -95,10 +93,9 @@ def find_groups(graph: Graph, input_ids, output_ids,
             if h.numel not in (1, g.numel):
                 continue
             ext = list(dict.fromkeys([x for x in g.external if x != vid] + h.external))
-            runtime = g.runtime or h.runtime
-            if len(ext) + runtime + 1 > MAX_BINDINGS:   # inputs, params, output
+            if len(ext) + 2 > MAX_BINDINGS:   # inputs, params, output
                 continue
-            g = Group(sorted(g.nodes + h.nodes), g.numel, ext, runtime)
+            g = Group(sorted(g.nodes + h.nodes), g.numel, ext)
             del group_of[p]
         producer[e.out] = node
         group_of[node] = g
@@ -130,7 +127,7 @@ def chain_code(L, nodes: list[int], elements: dict[int, Element], external: list
         externals.append({"binding": f"a{bufs.index(b)}", "kind": L.storage(vid),
                           "index": "i" if L.tensor(vid).numel == numel else "0u"})
     steps = []
-    words: list[float | int] = []  # runtime words, node order
+    words: list[float | int] = []  # runtime words, node order, then the opaque zero
     for j, node in enumerate(nodes):
         e = elements[node]
         steps.append({"element": e.spec(at=at + len(words)), "out_kind": L.storage(e.out),
@@ -138,8 +135,12 @@ def chain_code(L, nodes: list[int], elements: dict[int, Element], external: list
                       "args": [f"x{j}_{k}" for k in range(len(e.inputs))]})
         register[e.out] = f"s{j}"
         words += e.runtime
+    zero = at + len(words)
+    words.append(0)
+    # The kernel reads p when an op has runtime words or an f32 intermediate is made opaque.
+    reads_params = zero > at or any(s["out_kind"] == "f32" for s in steps[:-1])
     return {"bufs": bufs, "wgsl": wgsl, "externals": externals, "steps": steps,
-            "words": words}
+            "words": words, "zero": zero, "reads_params": reads_params}
 
 
 def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
@@ -152,16 +153,16 @@ def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
     n = max(1, group.numel)
     code = chain_code(L, group.nodes, elements, group.external, {}, group.numel)
     bufs, words = code["bufs"], code["words"]
-    params = [("p", "u32", "read")] if words else []
     root = elements[group.root]
     out_kind = L.storage(root.out)
     packed = out_kind in PACKED
     wg, row = L.grid(-(-n // 4) if packed else n)
     ops = "+".join(elements[node].op for node in group.nodes)
     k = L.kernel("fused_elementwise", ops=ops, n=n,
-                 inputs=[(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])] + params,
+                 inputs=[(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])]
+                 + ([("p", "u32", "read")] if code["reads_params"] else []),
                  out_kind=out_kind, out_wgsl=WGSL_TYPE[out_kind], out_packed=packed,
                  ty=root.ty, externals=code["externals"], steps=code["steps"],
-                 workgroup=256, row=row)
-    bufs += [L.params(*words)] if words else []
+                 zero=code["zero"], workgroup=256, row=row)
+    bufs += [L.params(*words)] if code["reads_params"] else []
     L.dispatch(k, bufs + [L.buf(root.out)], wg, label=f"fused:{ops}")

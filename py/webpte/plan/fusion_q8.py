@@ -189,8 +189,7 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
                     "ops": "+".join(e.op for e in pair.epilogue.values())}
         bufs += code["bufs"]
         params += code["words"]
-        epilogue["zero_word"] = len(params)   # the template's opaque zero (`stored`)
-        params.append(0)
+        epilogue["zero_word"] = code["zero"]   # the opaque zero of `stored` and the chain
         label += "+" + epilogue["ops"]
     bufs += [L.params(*params), L.buf(out)]
     if len(bufs) > MAX_BINDINGS:
