@@ -56,6 +56,17 @@ def test_plan_program_reads_no_constants(path):
         assert out["bytes_read"] < len(data)
 
 
+def test_plan_program_fusion_option():
+    """The page picks how much the planner fuses; an unknown name is an InputError."""
+    data = (Path(__file__).parent / "fixtures" / "decoder_q8_tiny.pte").read_bytes()
+    counts = {f: len(json.loads(plan_program(data, "forward", (), f))["plan"]["dispatches"])
+              for f in ("none", "elementwise", "all")}
+    assert counts["none"] > counts["elementwise"] > counts["all"], counts
+    assert counts["none"] == len(plan_method(read_program(data), fusion="none").dispatches)
+    bad = json.loads(plan_program(data, "forward", (), "most"))
+    assert bad["error"]["name"] == "InputError" and "'most'" in bad["error"]["message"]
+
+
 def test_errors_come_back_as_data():
     bad = json.loads(plan_program(b"\0\0\0\0XXXX" + bytes(64)))
     assert bad["error"]["name"] == "PteFormatError"

@@ -39,11 +39,13 @@ export { CACHE_NAME } from './files.js';
  *   stages: fetch, python, plan, upload, compile, ready
  * @param {boolean} [options.transfer] move an ArrayBuffer source to the worker instead of
  *   copying it (it is detached here afterwards; saves a copy of a large file)
+ * @param {'all' | 'elementwise' | 'none'} [options.fusion] how much the planner fuses:
+ *   everything (default), elementwise chains only, or nothing (one dispatch per op)
  * @param {boolean} [options.poison] fill activations/outputs with NaNs first (tests)
  * @returns {Promise<Program>}
  * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | InputError | WorkerError}
  */
-export async function loadProgram(source, { method = 'forward', plan = null, onProgress, transfer = false, poison = false } = {}) {
+export async function loadProgram(source, { method = 'forward', plan = null, fusion = 'all', onProgress, transfer = false, poison = false } = {}) {
   if (source instanceof URL) source = source.href;
   const isBytes = source instanceof ArrayBuffer || ArrayBuffer.isView(source)
     || (typeof Blob !== 'undefined' && source instanceof Blob);
@@ -53,7 +55,7 @@ export async function loadProgram(source, { method = 'forward', plan = null, onP
   const client = runtime();
   if (typeof source === 'string') source = resolveURL(source);
   const moved = transfer && source instanceof ArrayBuffer ? [source] : [];
-  const info = await client.request('load', { source, method, plan, poison }, { onEvent: onProgress, transfer: moved });
+  const info = await client.request('load', { source, method, plan, fusion, poison }, { onEvent: onProgress, transfer: moved });
   return new Program(client, info);
 }
 

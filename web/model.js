@@ -34,11 +34,13 @@ import { imagePixels } from './image.js';
  *   plan/upload/compile come once per program (decoder, then vision)
  * @param {boolean} [options.verify] check pinned sha256 values (default true)
  * @param {boolean} [options.cache] keep fetched files in the Cache API (default true)
+ * @param {'all' | 'elementwise' | 'none'} [options.fusion] how much the planner fuses
+ *   (default 'all'; see loadProgram)
  * @returns {Promise<Model>}
  * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError | PteFormatError |
  *   UnsupportedOpError | PlanError | AdapterError | WorkerError}
  */
-export async function loadModel(source, { onProgress, verify = true, cache = true } = {}) {
+export async function loadModel(source, { onProgress, verify = true, cache = true, fusion = 'all' } = {}) {
   let content;
   if (source instanceof URL) source = source.href;
   if (typeof source === 'string') {
@@ -54,7 +56,7 @@ export async function loadModel(source, { onProgress, verify = true, cache = tru
     throw new InputError('loadModel takes a base URL string of a model folder or {files: File[] | FileList}');
   }
   const client = runtime();
-  const info = await client.request('loadModel', { ...content, verify: !!verify, cache: !!cache }, { onEvent: onProgress });
+  const info = await client.request('loadModel', { ...content, verify: !!verify, cache: !!cache, fusion }, { onEvent: onProgress });
   return new Model(client, info);
 }
 

@@ -31,10 +31,10 @@ function parseJSON(buf, name) {
 class WorkerModel {
   /**
    * Fetch/read, verify, plan and upload every file of the folder.
-   * @param {{base?: string, files?: File[], verify?: boolean, cache?: boolean}} source
+   * @param {{base?: string, files?: File[], verify?: boolean, cache?: boolean, fusion?: string}} source
    * @param {(e: object) => void} emit
    */
-  static async load({ base, files, verify = true, cache = true }, emit) {
+  static async load({ base, files, verify = true, cache = true, fusion = 'all' }, emit) {
     const t0 = performance.now();
     const folder = files ? new LocalFolder(files) : new UrlFolder(base);
     const booting = bootPython(emit);
@@ -52,8 +52,8 @@ class WorkerModel {
     };
     const m = new WorkerModel(manifest);
     try {
-      m.decoder = await loadExecutor(file('decoder'), { emit });
-      if (file('vision')) m.vision = await loadExecutor(file('vision'), { emit });
+      m.decoder = await loadExecutor(file('decoder'), { fusion, emit });
+      if (file('vision')) m.vision = await loadExecutor(file('vision'), { fusion, emit });
       m.setup(glue, file, await tokenizerClass());
     } catch (err) {
       m.dispose();
@@ -227,7 +227,7 @@ export function modelHandlers() {
   return {
     count: () => models.size,
     handlers: {
-      /** {base | files, verify, cache} -> model info */
+      /** {base | files, verify, cache, fusion} -> model info */
       async loadModel(source, emit) {
         const m = await WorkerModel.load(source, emit);
         const handle = next++;

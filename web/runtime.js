@@ -89,7 +89,7 @@ function wgslFeatures() {
   return [...(navigator.gpu?.wgslLanguageFeatures ?? [])];
 }
 
-async function planInPython(bytes, method, emit) {
+async function planInPython(bytes, method, fusion, emit) {
   const { glue, boot_ms } = await bootPython(emit);
   emit({ stage: 'plan' });
   const t0 = performance.now();
@@ -97,7 +97,7 @@ async function planInPython(bytes, method, emit) {
   const source = glue.RangeSource(view.byteLength, (start, stop) => view.subarray(start, stop));
   let result;
   try {
-    result = JSON.parse(glue.plan_program(source, method, wgslFeatures()));
+    result = JSON.parse(glue.plan_program(source, method, wgslFeatures(), fusion));
   } catch (err) {
     throw pythonBug(err, 'the planner');
   } finally {
@@ -111,12 +111,13 @@ async function planInPython(bytes, method, emit) {
  * Plan (in Python, unless `plan` is given) and upload one method of a program file.
  * Emits plan, upload, compile (kernels), but not ready.
  * @param {ArrayBuffer} bytes the .pte file
- * @param {{method?: string, plan?: string | object | null, poison?: boolean, emit: (e: object) => void}} options
+ * @param {{method?: string, plan?: string | object | null, fusion?: string, poison?: boolean,
+ *   emit: (e: object) => void}} options
  * @returns {Promise<{executor: Executor, positionInput: number[] | null, stats: object}>}
  */
-export async function loadExecutor(bytes, { method = 'forward', plan = null, poison = false, emit }) {
+export async function loadExecutor(bytes, { method = 'forward', plan = null, fusion = 'all', poison = false, emit }) {
   let planned;
-  if (plan == null) planned = await planInPython(bytes, method, emit);
+  if (plan == null) planned = await planInPython(bytes, method, fusion, emit);
   else if (typeof plan === 'object' && 'plan' in plan) planned = { position_input: null, ...plan };
   else planned = { plan, position_input: null };
   const parsed = parsePlan(planned.plan, { fileSize: bytes.byteLength });

@@ -34,12 +34,12 @@ async function fetchBytes(source, emit) {
 const models = modelHandlers();
 
 const handlers = {
-  /** {source, method?, plan?, poison?} -> {handle, method, inputs, outputs, stats} */
-  async load({ source, method = 'forward', plan = null, poison = false }, emit) {
+  /** {source, method?, plan?, fusion?, poison?} -> {handle, method, inputs, outputs, stats} */
+  async load({ source, method = 'forward', plan = null, fusion = 'all', poison = false }, emit) {
     const t0 = performance.now();
     const bytes = await fetchBytes(source, emit);
     const fetch_ms = performance.now() - t0;
-    const { executor, positionInput, stats } = await loadExecutor(bytes, { method, plan, poison, emit });
+    const { executor, positionInput, stats } = await loadExecutor(bytes, { method, plan, fusion, poison, emit });
     const handle = nextHandle++;
     programs.set(handle, { executor, positionInput });
     emit({ stage: 'ready' });

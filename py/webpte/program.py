@@ -27,11 +27,19 @@ def _source(path_or_bytes):
     return open_source(path), str(path)
 
 
-def plan_method(prog: PteProgram, method: str = "forward", features=()) -> Plan:
+# `fusion` names -> `lower(fuse=...)`: every fusion, elementwise chains only, op by op.
+FUSION = {"all": True, "elementwise": "elementwise", "none": False}
+
+
+def plan_method(prog: PteProgram, method: str = "forward", features=(),
+                fusion: str | None = None) -> Plan:
     """Lower one method of a parsed program to a Plan (no GPU needed).
 
     `features`: WGSL language features the target has (kernel variants depend on them).
+    `fusion`: "all", "elementwise" or "none"; None follows $WEBPTE_FUSE (default all).
     """
+    if fusion is not None and fusion not in FUSION:
+        raise InputError(f"fusion {fusion!r} is not one of {', '.join(FUSION)}")
     m = prog.method(method)
     if m.is_constant:
         raise PlanError(f"method {method!r} is a constant method (value {m.constant!r})")
@@ -44,7 +52,8 @@ def plan_method(prog: PteProgram, method: str = "forward", features=()) -> Plan:
                  output_ids=m.output_value_ids(),
                  input_dtypes=[io.dtype for io in m.inputs],
                  output_dtypes=[io.dtype for io in m.outputs],
-                 max_context=_constant(prog, "get_max_context_len"), features=features)
+                 max_context=_constant(prog, "get_max_context_len"), features=features,
+                 fuse=None if fusion is None else FUSION[fusion])
 
 
 def _constant(prog: PteProgram, name: str):

@@ -69,9 +69,10 @@ def _answer(fn: Callable[[], object]) -> str:
         return _error(e)
 
 
-def plan_program(source, method: str = "forward", features=()) -> str:
+def plan_program(source, method: str = "forward", features=(), fusion: str = "all") -> str:
     """Plan `method` of the program in `source` (bytes or a `RangeSource`) for a device with
-    the WGSL language `features` (in the page: `navigator.gpu.wgslLanguageFeatures`).
+    the WGSL language `features` (in the page: `navigator.gpu.wgslLanguageFeatures`), with
+    `fusion` "all", "elementwise" or "none" (webpte.program.plan_method).
 
     Returns JSON: `{"plan": Plan, "position_input": [input index, rows] | null,
     "bytes_read": int, "plan_ms": float}`, or `{"error": {"name", "message", "ops"}}` for a
@@ -83,7 +84,7 @@ def plan_program(source, method: str = "forward", features=()) -> str:
         if method not in prog.methods:
             raise InputError(f"the program has no method {method!r}; it has "
                              f"{sorted(prog.methods)}")
-        plan = plan_method(prog, method, frozenset(str(f) for f in features))
+        plan = plan_method(prog, method, frozenset(str(f) for f in features), str(fusion))
     except WebpteError as e:
         return _error(e)
     plan_ms = (time.perf_counter() - t0) * 1e3

@@ -170,6 +170,36 @@ describe('every fixture program, planned by Python in the page', () => {
   }
 });
 
+describe('fusion is the planner\'s choice, the outputs are not', () => {
+  test('the q8 decoder planned op by op, elementwise-fused and fully fused gives the same bytes', LONG, async () => {
+    const entry = manifest.fixtures.find((e) => e.name === 'decoder_q8_tiny');
+    const out = await page.evaluate(async (e) => {
+      const runs = {};
+      for (const fusion of ['none', 'elementwise', 'all']) {
+        const program = await suite.webpte.loadProgram(`/${e.pte}`, { fusion, poison: true });
+        try {
+          const outputs = [];
+          for (const call of e.calls) {
+            const inputs = await Promise.all(call.inputs.map(suite.tensor));
+            const [logits] = await program.run(inputs.map((t) => t.data));
+            outputs.push(Array.from(new Uint32Array(logits.buffer, logits.byteOffset, logits.length)));
+          }
+          runs[fusion] = { dispatches: program.stats.dispatches, outputs };
+        } finally {
+          await program.dispose();
+        }
+      }
+      runs.bad = await suite.errorOf(suite.webpte.loadProgram(`/${e.pte}`, { fusion: 'most' }));
+      return runs;
+    }, entry);
+    assert.ok(out.none.dispatches > out.elementwise.dispatches && out.elementwise.dispatches > out.all.dispatches,
+      JSON.stringify([out.none.dispatches, out.elementwise.dispatches, out.all.dispatches]));
+    assert.deepEqual(out.elementwise.outputs, out.none.outputs, 'elementwise-fused vs op by op, bit for bit');
+    assert.deepEqual(out.all.outputs, out.none.outputs, 'fully fused vs op by op, bit for bit');
+    assert.equal(out.bad?.name, 'InputError', JSON.stringify(out.bad));
+  });
+});
+
 describe('errors surface as typed errors in the page', () => {
   const base = manifest.fixtures[0];
 
