@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..errors import UnsupportedOpError
 from ..plan.storage import PACKED, WGSL_TYPE, storage_of
 from ._np import np
 from .common import contiguous_strides
@@ -36,8 +35,8 @@ def _check_broadcast(A, call, vids, out) -> None:
     for t in (A.tensor(v) for v in vids):
         if len(t.dims) > len(dims) or any(
                 x not in (1, y) for x, y in zip(reversed(t.dims), reversed(dims))):
-            raise UnsupportedOpError(f"{A.op_name}: cannot broadcast {list(t.dims)} to "
-                                     f"{list(A.tensor(out).dims)}", [call.name])
+            raise A.unsupported(call, f"cannot broadcast {list(t.dims)} to "
+                                      f"{list(A.tensor(out).dims)}")
 
 
 def element(A, call) -> Element:
@@ -46,8 +45,7 @@ def element(A, call) -> Element:
     _check_broadcast(A, call, (a, b), out)
     ty = "f32" if storage_of(A.tensor(out)) == "f32" else "i32"
     if ty == "i32" and alpha != int(alpha):
-        raise UnsupportedOpError(f"{A.op_name}: integer {op} with non-integer alpha {alpha}",
-                                 [call.name])
+        raise A.unsupported(call, f"integer {op} with non-integer alpha {alpha}")
     return Element(op, (a, b), out, ty, {"alpha": float(alpha) if ty == "f32" else int(alpha)})
 
 

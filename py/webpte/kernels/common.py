@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import PlanError
+from ..errors import PlanError, UnsupportedOpError
 from ..pte.graph import Graph, SymIntValue, TensorValue, ValueList
 
 
@@ -12,6 +12,10 @@ class Args:
     def __init__(self, graph: Graph, op_name: str = ""):
         self.graph = graph
         self.op_name = op_name
+
+    def unsupported(self, call, why: str) -> UnsupportedOpError:
+        """The error for a form of `call` that no kernel handles, saying why."""
+        return UnsupportedOpError(f"{self.op_name}: {why}", [call.name])
 
     def _fail(self, vid: int, want: str):
         v = self.graph.values[vid]

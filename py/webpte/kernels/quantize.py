@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from ..errors import PlanError, UnsupportedOpError
+from ..errors import PlanError
 from ..plan.storage import storage_of
 from ._np import np
 from .elementwise import Element
@@ -72,22 +72,18 @@ def element(A, call) -> Element:
     x, params, out = _parse(A, call)
     tx, to = A.tensor(x), A.tensor(out)
     if storage_of(tx) != "f32":
-        raise _unsupported(A, call, f"quantize of a {tx.dtype.name} input (only float32)")
+        raise A.unsupported(call, f"quantize of a {tx.dtype.name} input (only float32)")
     kind = storage_of(to)
     if kind not in _RANGE:
-        raise _unsupported(A, call, f"quantize to {to.dtype.name} (only int8 and uint8)")
+        raise A.unsupported(call, f"quantize to {to.dtype.name} (only int8 and uint8)")
     lo, hi = _RANGE[kind]
     if not lo <= params.quant_min <= params.quant_max <= hi:
-        raise _unsupported(A, call, f"quant range [{params.quant_min}, {params.quant_max}] "
+        raise A.unsupported(call, f"quant range [{params.quant_min}, {params.quant_max}] "
                                     f"does not fit {to.dtype.name}")
     if tuple(tx.dims) != tuple(to.dims):
-        raise _unsupported(A, call, f"output dims {list(to.dims)} differ from input "
+        raise A.unsupported(call, f"output dims {list(to.dims)} differ from input "
                                     f"{list(tx.dims)}")
     return Element("quantize", (x,), out, "f32", runtime=tuple(params))
-
-
-def _unsupported(A, call, why: str) -> UnsupportedOpError:
-    return UnsupportedOpError(f"{A.op_name}: {why}", [call.name])
 
 
 def lower(L, call) -> None:

@@ -48,14 +48,13 @@ def _parse(A, call) -> tuple[str, int, int, dict]:
         x, lo, hi, out = call.args
         params = {"lo": A.optional_float(lo), "hi": A.optional_float(hi)}
         if params["lo"] is None and params["hi"] is None:
-            raise UnsupportedOpError(f"{A.op_name}: clamp needs at least one of min and max",
-                                     [call.name])
+            raise A.unsupported(call, "clamp needs at least one of min and max")
     elif op == "gelu":
         x, form, out = call.args
         approximate = A.str(form)
         if approximate not in ("tanh", "none"):
-            raise UnsupportedOpError(f"{A.op_name}: gelu approximate={approximate!r} is not "
-                                     f"supported (only 'tanh' and 'none')", [call.name])
+            raise A.unsupported(call, f"gelu approximate={approximate!r} is not supported "
+                                      f"(only 'tanh' and 'none')")
         op = f"gelu_{'tanh' if approximate == 'tanh' else 'erf'}"
     else:
         x, out = call.args
@@ -105,8 +104,7 @@ def element(A, call) -> Element:
     op, x, out, params = _parse(A, call)
     tx, to = A.tensor(x), A.tensor(out)
     if tx.numel != to.numel:
-        raise UnsupportedOpError(f"{A.op_name}: input has {tx.numel} elements, output "
-                                 f"{to.numel}", [call.name])
+        raise A.unsupported(call, f"input has {tx.numel} elements, output {to.numel}")
     ty = compute_type(op, storage_of(tx), storage_of(to))
     lo, hi = _bounds(params, ty, A.op_name, call.name)
     consts = {"clamp": {"lo": lo, "hi": hi},
