@@ -38,16 +38,29 @@ class Group:
         return self.nodes[-1]
 
 
-def _uses(graph: Graph, output_ids) -> dict[int, int]:
-    uses: dict[int, int] = {}
-    for op in graph.chain:
-        for vid in op.args:
-            v = graph.values[vid]
-            for u in (v.ids if isinstance(v, ValueList) else (vid,)):
-                uses[u] = uses.get(u, 0) + 1
-    for vid in output_ids:
-        uses[vid] = uses.get(vid, 0) + 1
-    return uses
+@dataclass(frozen=True)
+class Uses:
+    """How a method uses its values, counted once per plan for both fusion passes."""
+
+    counts: dict[int, int]   # value id -> appearances among op args, plus 1 per method output
+    io: frozenset[int]       # the method's inputs and outputs
+
+    @classmethod
+    def of(cls, graph: Graph, input_ids, output_ids) -> Uses:
+        counts: dict[int, int] = {}
+        for op in graph.chain:
+            for vid in op.args:
+                v = graph.values[vid]
+                for u in (v.ids if isinstance(v, ValueList) else (vid,)):
+                    counts[u] = counts.get(u, 0) + 1
+        for vid in output_ids:
+            counts[vid] = counts.get(vid, 0) + 1
+        return cls(counts, frozenset(input_ids) | frozenset(output_ids))
+
+    def passed_once(self, vid: int) -> bool:
+        """Made by one node and read by exactly one other (ops name their outputs among
+        their args), not a method input or output: a fused kernel may keep it in registers."""
+        return self.counts.get(vid, 0) == 2 and vid not in self.io
 
 
 def _element(graph: Graph, node: int) -> Element | None:
@@ -66,14 +79,12 @@ def _element(graph: Graph, node: int) -> Element | None:
     return e
 
 
-def find_groups(graph: Graph, input_ids, output_ids,
+def find_groups(graph: Graph, uses: Uses,
                 exclude=frozenset()) -> tuple[dict[int, Group], dict[int, Element]]:
     """Groups of two or more nodes keyed by root node, and the element specs of their nodes.
 
     Nodes in `exclude` (planned by another fusion) take part in no group.
     """
-    uses = _uses(graph, output_ids)
-    io = set(input_ids) | set(output_ids)
     elements: dict[int, Element] = {}
     group_of: dict[int, Group] = {}        # producing node -> its open group
     producer: dict[int, int] = {}          # value id -> node, within the current run
@@ -86,8 +97,7 @@ def find_groups(graph: Graph, input_ids, output_ids,
         g = Group([node], graph.tensor(e.out).numel, list(dict.fromkeys(e.inputs)))
         for vid in dict.fromkeys(e.inputs):
             p = producer.get(vid)
-            # Ops name their outputs among their args: 2 is the producer and this node.
-            if p is None or p not in group_of or uses.get(vid, 0) != 2 or vid in io:
+            if p is None or p not in group_of or not uses.passed_once(vid):
                 continue
             h = group_of[p]
             if h.numel not in (1, g.numel):

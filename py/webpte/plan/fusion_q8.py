@@ -39,8 +39,8 @@ from ..kernels.linear_q8 import DOT4_FEATURE, SKINNY_ROWS
 from ..kernels.linear_q8 import NAME as LINEAR
 from ..kernels.quantize import f32
 from ..pte.graph import Graph, TensorValue
-from .fusion import MAX_BINDINGS, _element, _uses, chain_code
-from .storage import PACKED, WGSL_TYPE, storage_of
+from .fusion import MAX_BINDINGS, Uses, _element, chain_code
+from .storage import PACKED, WGSL_TYPE, constant_key, storage_of
 
 ADD = "aten.add.Tensor"
 
@@ -56,6 +56,7 @@ class DualLinear:
     k: int
     add_element: dict  # the add's element spec (shaders/_elementwise.wgsl.j2)
     epilogue: dict[int, Element] = field(default_factory=dict)  # chain nodes after the add
+    epilogue_inputs: tuple[int, ...] = ()   # the chain's values other than its own
 
     @property
     def root(self) -> int:
@@ -63,12 +64,12 @@ class DualLinear:
         return max(self.epilogue, default=self.add)
 
 
-def _const_key(graph: Graph, vid: int):
-    """The same constant under different value ids compares equal (same file bytes)."""
+def _buffer_key(graph: Graph, vid: int):
+    """Values with equal keys share one buffer in the plan (a constant under different value
+    ids: Lowering.buf's `constant_key`)."""
     v = graph.values[vid]
     if isinstance(v, TensorValue) and v.is_constant:
-        ref = graph.constants[v.constant_id]
-        return ("const", ref.offset, ref.nbytes, v.dtype.numpy_name, tuple(v.dims))
+        return ("const", *constant_key(graph, v))
     return ("value", vid)
 
 
@@ -100,14 +101,15 @@ def _linear_shape(graph: Graph, call) -> tuple[int, int, int] | None:
     return m, n, k
 
 
-def _epilogue(graph: Graph, add: int, numel: int, uses, io, room: int) -> dict[int, Element]:
+def _epilogue(graph: Graph, add: int, numel: int, uses: Uses,
+              room: int) -> tuple[dict[int, Element], tuple[int, ...]]:
     """The elementwise chain after the add that the dual kernel can evaluate: consecutive
-    nodes, each consuming the previous value (used once, not a method input or output)."""
+    nodes, each consuming the previous value (passed once); and the chain's other inputs."""
     chain: dict[int, Element] = {}
     external: list[int] = []
     value = graph.chain[add].args[-1]
     for node in range(add + 1, len(graph.chain)):
-        if uses.get(value, 0) != 2 or value in io:
+        if not uses.passed_once(value):
             break
         e = _element(graph, node)
         if (e is None or value not in e.inputs or graph.tensor(e.out).numel != numel
@@ -117,13 +119,11 @@ def _epilogue(graph: Graph, add: int, numel: int, uses, io, room: int) -> dict[i
         if len(ext) > room:
             break
         chain[node], external, value = e, ext, e.out
-    return chain
+    return chain, tuple(external)
 
 
-def find_dual_linears(graph: Graph, input_ids, output_ids) -> dict[int, DualLinear]:
+def find_dual_linears(graph: Graph, uses: Uses) -> dict[int, DualLinear]:
     """Fusable pairs keyed by their root node (the add, or its epilogue's last node)."""
-    uses = _uses(graph, output_ids)
-    io = set(input_ids) | set(output_ids)
     producer = {op.args[-1]: node for node, op in enumerate(graph.chain) if op.name == LINEAR}
     pairs: dict[int, DualLinear] = {}
     for node, op in enumerate(graph.chain):
@@ -131,16 +131,16 @@ def find_dual_linears(graph: Graph, input_ids, output_ids) -> dict[int, DualLine
             continue
         a, b = op.args[0], op.args[1]
         nodes = (producer.get(a), producer.get(b))
-        if a == b or None in nodes or any(uses.get(v, 0) != 2 or v in io for v in (a, b)):
+        if a == b or None in nodes or not (uses.passed_once(a) and uses.passed_once(b)):
             continue
         calls = [graph.chain[n] for n in nodes]
         shapes = [_linear_shape(graph, c) for c in calls]
         if None in shapes or shapes[0] != shapes[1]:
             continue
-        if any(_const_key(graph, calls[0].args[i]) != _const_key(graph, calls[1].args[i])
+        if any(_buffer_key(graph, calls[0].args[i]) != _buffer_key(graph, calls[1].args[i])
                for i in (3, 4, 5)):
             continue   # not the same weight
-        biases = {_const_key(graph, c.args[6]) for c in calls
+        biases = {_buffer_key(graph, c.args[6]) for c in calls
                   if graph.values[c.args[6]] is not None}
         if len(biases) > 1:
             continue   # two bias bindings would exceed MAX_BINDINGS
@@ -154,7 +154,7 @@ def find_dual_linears(graph: Graph, input_ids, output_ids) -> dict[int, DualLine
         m, n, k = shapes[0]
         room = MAX_BINDINGS - (5 + len(biases) + 2)   # x, x, w, sums, scales, bias; p, out
         pair = DualLinear(nodes, node, m, n, k, e.spec(),
-                          _epilogue(graph, node, m * n, uses, io, room))
+                          *_epilogue(graph, node, m * n, uses, room))
         pairs[pair.root] = pair
     return pairs
 
@@ -175,12 +175,8 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     epilogue, label = None, "fused:linear_q8+linear_q8+add"
     out = L.graph.chain[pair.add].args[3]
     if pair.epilogue:
-        nodes = list(pair.epilogue)
-        external = list(dict.fromkeys(v for e in pair.epilogue.values() for v in e.inputs
-                                      if v != out and v not in
-                                      {f.out for f in pair.epilogue.values()}))
-        code = chain_code(L, nodes, pair.epilogue, external, {out: "y"}, pair.m * pair.n,
-                          at=len(params))
+        code = chain_code(L, list(pair.epilogue), pair.epilogue, list(pair.epilogue_inputs),
+                          {out: "y"}, pair.m * pair.n, at=len(params))
         root = pair.epilogue[pair.root]
         out = root.out
         epilogue = {"inputs": [(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])],

@@ -13,11 +13,11 @@ from ..kernels.common import Args, grid_1d
 from ..kernels.registry import missing_ops, registry
 from ..kernels.render import render
 from ..pte.graph import Graph, OpCall, SymIntValue, TensorValue
-from .fusion import find_groups, lower_group
+from .fusion import Uses, find_groups, lower_group
 from .fusion_q8 import find_dual_linears, lower_dual_linear
 from .memory import assign_buffers
 from .model import DispatchSpec, IOSpec, KernelSpec, Plan
-from .storage import WGSL_TYPE, file_convert, storage_bytes, storage_of
+from .storage import WGSL_TYPE, constant_key, file_convert, storage_bytes, storage_of
 
 WORKGROUP = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 
@@ -81,11 +81,10 @@ class Lowering:
             b = self._new(4, "scalar", f"symint{vid}", {"kind": "zeros"})
         elif isinstance(v, TensorValue) and v.is_constant:
             ref = self.graph.constants[v.constant_id]
-            convert = file_convert(v)
-            key = (ref.offset, ref.nbytes, convert, storage_bytes(v))
+            key = constant_key(self.graph, v)
             if key not in self._constant_bufs:
                 init = ({"kind": "file", "offset": ref.offset, "nbytes": ref.nbytes,
-                         "convert": convert} if ref.nbytes else {"kind": "zeros"})
+                         "convert": file_convert(v)} if ref.nbytes else {"kind": "zeros"})
                 self._constant_bufs[key] = self._new(storage_bytes(v), "constant",
                                                      f"const{v.constant_id}", init)
             b = self._constant_bufs[key]
@@ -209,10 +208,10 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
         fuse = fuse if fuse == "elementwise" else fuse != "0"
     # Dual linears first; their adds and epilogues are withheld from elementwise groups
     # (fusion_q8.py). Each dual dispatch takes its root's place.
-    duals = find_dual_linears(graph, input_ids, output_ids) if fuse is True else {}
+    uses = Uses.of(graph, input_ids, output_ids) if fuse else None
+    duals = find_dual_linears(graph, uses) if fuse is True else {}
     withheld = {node for d in duals.values() for node in (d.add, *d.epilogue)}
-    groups, elements = (find_groups(graph, input_ids, output_ids, exclude=withheld)
-                        if fuse else ({}, {}))
+    groups, elements = find_groups(graph, uses, exclude=withheld) if fuse else ({}, {})
     deferred = {node for g in groups.values() for node in g.nodes}
     deferred |= {node for d in duals.values() for node in d.linears} | withheld
     reg = registry()

@@ -39,3 +39,10 @@ def storage_bytes(t: TensorValue) -> int:
 def file_convert(t: TensorValue) -> str | None:
     """How a constant's raw file bytes become its buffer content."""
     return "u8_to_u32" if t.dtype == DType.BOOL else None
+
+
+def constant_key(graph, t: TensorValue) -> tuple:
+    """Constants with equal keys hold the same buffer content (one buffer in a plan):
+    same file bytes, same conversion, same size."""
+    ref = graph.constants[t.constant_id]
+    return (ref.offset, ref.nbytes, file_convert(t), storage_bytes(t))
