@@ -49,7 +49,7 @@ from fixture_models import (  # noqa: E402
     quantize_linears_q8,
     randomize_norms,
 )
-from webpte.host.embeddings import quantize_table  # noqa: E402
+from webpte.host.embeddings import quantize_table, splice_rows  # noqa: E402
 from webpte.host.files import FORMAT, META_NAME, sha256_file  # noqa: E402
 from webpte.host.prompt import SMOLVLM_TEMPLATE, ChatFormat, Turn  # noqa: E402
 from webpte.host.windows import window_starts  # noqa: E402
@@ -169,11 +169,10 @@ def conversation_ids(chat: ChatFormat, answers: list[list[int]] | None = None) -
 
 
 def embed_rows(ids, q, scales, image_rows, image_id) -> np.ndarray:
+    """What the host feeds: int8 rows times their scale, the image over the <image> rows."""
     rows = q[ids].astype(np.float32) * scales[ids][:, None]
     where = [i for i, t in enumerate(ids) if t == image_id]
-    if where:
-        rows[where] = image_rows
-    return rows
+    return splice_rows(rows, where, image_rows) if where else rows
 
 
 def main(argv: list[str] | None = None) -> int:
