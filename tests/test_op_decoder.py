@@ -9,8 +9,8 @@ import pytest
 
 from harness import assert_close, run_graph_both
 from webpte.errors import InputError, UnsupportedOpError
+from webpte.kernels.attention.sdpa import attention_reference
 from webpte.kernels.reference import run_reference
-from webpte.kernels.sdpa import attention_reference
 from webpte.native import Executor
 from webpte.plan import lower
 from webpte.pte.builder import GraphBuilder

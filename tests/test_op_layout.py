@@ -5,7 +5,7 @@ import pytest
 
 from harness import assert_close, run_graph_both
 from webpte.errors import PlanError, UnsupportedOpError
-from webpte.kernels.layout import collapse
+from webpte.kernels.layout.copy import collapse
 from webpte.plan import lower
 from webpte.plan.lowering import Lowering
 from webpte.pte.builder import GraphBuilder
@@ -39,7 +39,8 @@ def _identity_op(b, name, x, shape, out_shape, dtype):
     elif name == "aten._to_copy.default":
         b.op(name, x, *[b.scalar(None)] * 4, b.scalar(False), b.scalar(None), o)
     else:
-        b.op(name, x, b.scalar(None), b.scalar(False), b.scalar(tuple(range(len(shape)))), o)
+        b.op(name, x, *[b.scalar(None)] * 4, b.scalar(False), b.scalar(tuple(range(len(shape)))),
+             o)
     return o
 
 
@@ -239,10 +240,13 @@ def _bad(name, shape, out_shape, *extra, dtype=np.float32):
 
 
 @pytest.mark.parametrize("graph,error,match", [
-    (_bad("dim_order_ops._to_dim_order_copy.default", (2, 3, 4), (2, 3, 4), None, False,
-          (0, 2, 1)), UnsupportedOpError, "dim_order"),
+    (_bad("dim_order_ops._to_dim_order_copy.default", (2, 3, 4), (2, 3, 4), None, None, None,
+          None, False, (0, 2, 1)), UnsupportedOpError, "dim_order"),
     (_bad("aten.clone.default", (3,), (3,), 1), UnsupportedOpError, "memory_format"),
-    (_bad("aten._to_copy.default", (3,), (3,), "float"), UnsupportedOpError, "must be Null"),
+    (_bad("aten._to_copy.default", (3,), (3,), "float", None, None, None, False, None),
+     UnsupportedOpError, "must be Null"),
+    (_bad("aten._to_copy.default", (3,), (3,), "float"), PlanError, "takes 8 arguments"),
+    (_bad("aten.view_copy.default", (6,), (6,), 1.5), PlanError, "should be an IntList"),
     (_bad("aten.view_copy.default", (6,), (4,), (-1, 4)), PlanError, "cannot view"),
     (_bad("aten.view_copy.default", (6,), (3, 2), (2, 3)), PlanError, "view gives dims"),
     (_bad("aten.permute_copy.default", (2, 3), (3, 2), (1, 1)), PlanError, "permutation"),

@@ -5,7 +5,7 @@ import pytest
 
 from harness import assert_close, rel_l2, run_graph_both
 from webpte.errors import PlanError, UnsupportedOpError
-from webpte.kernels.linear_q8 import DOT4_FEATURE
+from webpte.kernels.quantized.linear_q8 import DOT4_FEATURE
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
 from webpte.plan import lower

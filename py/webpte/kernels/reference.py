@@ -12,7 +12,7 @@ from ..errors import InputError, PlanError, UnsupportedOpError
 from ..plan.storage import storage_of
 from ..pte.graph import DType, Graph, SymIntValue, TensorValue
 from .common import Args
-from .registry import missing_ops, registry
+from .registry import check_graph_args, missing_ops, registry
 
 NUMPY_OF_STORAGE = {"f32": np.float32, "i32": np.int32, "i8": np.int8, "u8": np.uint8,
                     "bool": np.bool_}
@@ -90,6 +90,7 @@ def run_reference(graph: Graph, inputs: dict[int, np.ndarray], data,
     missing = missing_ops(op.name for op in graph.chain)
     if missing:
         raise UnsupportedOpError(f"no reference for op(s): {', '.join(missing)}", missing)
+    check_graph_args(graph)
     env = RefEnv(graph, data, state, constants)
     for vid in graph.input_ids:
         if vid not in inputs:

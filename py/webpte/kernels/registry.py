@@ -1,7 +1,8 @@
 """The op registry: serialized op name -> kernel unit (lowering + numpy reference).
 
-Each module of this package defines `UNITS = [OpUnit(...), ...]`; the registry
-collects them all, so adding an op family is adding one module and one template.
+Each module of a family subpackage (`kernels/<family>/<unit>.py`, templates in
+`shaders/<family>/`) defines `UNITS = [OpUnit(...), ...]`; the registry collects them all,
+so adding an op is adding one module (or a unit in one) and one template.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..pte.graph import OpCall
+from .schema import check_graph, parse_signature
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,9 @@ class OpUnit:
     names: tuple[str, ...]
     lower: Callable
     reference: Callable
+    # name -> argument signature (kernels/schema.py), one for every name: checked for every
+    # call before lower/reference/element see it.
+    schema: dict[str, str]
     # Ops that only move data between placements (no arithmetic) may say so:
     # the planner uses it for histograms only.
     doc: str = ""
@@ -36,25 +41,42 @@ class OpUnit:
 
 
 _REGISTRY: dict[str, OpUnit] | None = None
+_SCHEMAS: dict[str, tuple] | None = None
 
 
 def registry() -> dict[str, OpUnit]:
-    global _REGISTRY
+    global _REGISTRY, _SCHEMAS
     if _REGISTRY is None:
         table: dict[str, OpUnit] = {}
+        schemas: dict[str, tuple] = {}
         from .. import kernels as pkg
-        for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-            if info.name.startswith("_") or info.name in ("registry", "render", "reference",
-                                                          "common"):
+        # Units live in the family subpackages (elementwise/, layout/, reduce/, ...).
+        for info in sorted(pkgutil.walk_packages(pkg.__path__, f"{pkg.__name__}."),
+                           key=lambda m: m.name):
+            if info.ispkg or info.name.count(".") < 3 or info.name.rsplit(".", 1)[1][0] == "_":
                 continue
-            mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+            mod = importlib.import_module(info.name)
             for unit in getattr(mod, "UNITS", ()):
                 for name in unit.names:
                     if name in table:
                         raise RuntimeError(f"op {name} registered twice")
+                    if name not in unit.schema:
+                        raise RuntimeError(f"op {name} ({mod.__name__}) has no schema")
                     table[name] = unit
-        _REGISTRY = table
+                    schemas[name] = parse_signature(unit.schema[name])
+        _REGISTRY, _SCHEMAS = table, schemas
     return _REGISTRY
+
+
+def schemas() -> dict[str, tuple]:
+    """Parsed argument signatures of every registered op name."""
+    registry()
+    return _SCHEMAS
+
+
+def check_graph_args(graph) -> None:
+    """Every call's arguments against its op's schema (PlanError naming the node)."""
+    check_graph(graph, schemas())
 
 
 def unit_for(op: OpCall) -> OpUnit | None:

@@ -50,11 +50,12 @@ def _f32_bits(v: float) -> int:
 
 
 def render(template: str, **params) -> str:
-    """Render `shaders/<template>.wgsl.j2`; every name the template uses must be given."""
+    """Render `shaders/<template>.wgsl.j2` (template: `<family>/<name>`); every name the
+    template uses must be given."""
     src = _env().get_template(f"{template}.wgsl.j2").render(**params)
     dump = os.environ.get("WEBPTE_DUMP_WGSL")
     if dump:
         digest = hashlib.sha256(src.encode()).hexdigest()[:12]
         Path(dump).mkdir(parents=True, exist_ok=True)
-        (Path(dump) / f"{template}-{digest}.wgsl").write_text(src)
+        (Path(dump) / f"{template.replace('/', '.')}-{digest}.wgsl").write_text(src)
     return src

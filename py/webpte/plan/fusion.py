@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..errors import PlanError, UnsupportedOpError
 from ..kernels.common import Args
-from ..kernels.elementwise import Element
+from ..kernels.element import Element
 from ..kernels.registry import registry
 from ..pte.graph import Graph, ValueList
 from .storage import PACKED, WGSL_TYPE
@@ -168,7 +168,7 @@ def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
     packed = out_kind in PACKED
     wg, row = L.grid(-(-n // 4) if packed else n)
     ops = "+".join(elements[node].op for node in group.nodes)
-    k = L.kernel("fused_elementwise", ops=ops, n=n,
+    k = L.kernel("fused/fused_elementwise", ops=ops, n=n,
                  inputs=[(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])]
                  + ([("p", "u32", "read")] if code["reads_params"] else []),
                  out_kind=out_kind, out_wgsl=WGSL_TYPE[out_kind], out_packed=packed,

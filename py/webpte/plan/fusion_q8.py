@@ -32,12 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import PlanError, UnsupportedOpError
-from ..kernels.binary import element as add_element
 from ..kernels.common import Args
-from ..kernels.elementwise import Element
-from ..kernels.linear_q8 import DOT4_FEATURE, SKINNY_ROWS
-from ..kernels.linear_q8 import NAME as LINEAR
-from ..kernels.quantize import f32
+from ..kernels.element import Element
+from ..kernels.elementwise.binary import element as add_element
+from ..kernels.quantized.linear_q8 import DOT4_FEATURE, SKINNY_ROWS
+from ..kernels.quantized.linear_q8 import NAME as LINEAR
+from ..kernels.quantized.quantize import f32
 from ..pte.graph import Graph, TensorValue
 from .fusion import MAX_BINDINGS, Uses, _element, chain_code
 from .storage import PACKED, WGSL_TYPE, constant_key, storage_of
@@ -191,7 +191,7 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     if len(bufs) > MAX_BINDINGS:
         raise PlanError(f"dual linear at node {pair.add}: {len(bufs)} bindings")
     groups, row = L.grid(pair.n, 64)
-    kern = L.kernel("linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
+    kern = L.kernel("fused/linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
                     dot4=DOT4_FEATURE in L.features, vec4=pair.k % 16 == 0,
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
                     add=pair.add_element, epilogue=epilogue, workgroup=64, row=row)

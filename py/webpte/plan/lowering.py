@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..errors import PlanError, UnsupportedOpError
 from ..kernels.common import Args, grid_1d
-from ..kernels.registry import missing_ops, registry
+from ..kernels.registry import check_graph_args, missing_ops, registry
 from ..kernels.render import render
 from ..pte.graph import Graph, OpCall, SymIntValue, TensorValue
 from .fusion import Uses, find_groups, lower_group
@@ -157,7 +157,7 @@ class Lowering:
         src = render(template, **params)
         if src not in self._kernel_ids:
             digest = hashlib.sha256(src.encode()).hexdigest()[:10]
-            k = KernelSpec(len(self.kernels), f"{template}_{digest}", src)
+            k = KernelSpec(len(self.kernels), f"{template.rsplit('/', 1)[-1]}_{digest}", src)
             self.kernels.append(k)
             self._kernel_ids[src] = k.id
         return self._kernel_ids[src]
@@ -198,6 +198,7 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     if missing:
         raise UnsupportedOpError(
             f"no kernel for {len(missing)} op(s): {', '.join(missing)}", missing)
+    check_graph_args(graph)
     input_ids = list(graph.input_ids if input_ids is None else input_ids)
     output_ids = list(graph.output_ids if output_ids is None else output_ids)
     L = Lowering(graph, features)

@@ -1,0 +1,1 @@
+"""elementwise kernel units."""

@@ -1,0 +1,1 @@
+"""layout kernel units."""

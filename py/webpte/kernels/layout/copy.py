@@ -1,0 +1,199 @@
+"""Copies, casts and layout changes: clone, prepack, _to_copy, _to_dim_order_copy,
+view_copy, squeeze_copy, permute_copy, select_copy.
+
+Buffers are contiguous, so clone/prepack/view/squeeze (and casts that keep the
+storage kind) are identity copies: the output shares the input's buffer when the
+planner allows it (`L.alias`), else one gather kernel copies it. permute and select
+are strided gathers. Every path converts between storage kinds like to_storage_array.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ...errors import PlanError, UnsupportedOpError
+from ...plan.storage import PACKED, WGSL_TYPE, storage_of
+from .._np import np
+from ..common import contiguous_strides, norm_dim
+from ..element import Element
+from ..elementwise.unary import to_storage_array
+from ..registry import OpUnit
+
+_CASTS = ("aten._to_copy.default", "dim_order_ops._to_dim_order_copy.default")
+_COPIES = ("aten.clone.default", "et_vk.prepack.default")
+_VIEWS = ("aten.view_copy.default", "aten.squeeze_copy.dims")
+_PERMUTE = "aten.permute_copy.default"
+_SELECT = "aten.select_copy.int"
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """What one call does: `kind` is identity, permute (with perm) or select (dim, index)."""
+
+    kind: str
+    x: int
+    out: int
+    perm: tuple[int, ...] = ()
+    dim: int = 0
+    index: int = 0
+
+
+def _unsupported(A, call, why: str) -> UnsupportedOpError:
+    return UnsupportedOpError(f"{A.op_name}: {why}", [call.name])
+
+
+def _check_dims(A, got, want, what: str) -> None:
+    if tuple(got) != tuple(want):
+        raise PlanError(f"{A.op_name}: {what} gives dims {list(want)}, the output tensor has "
+                        f"{list(got)}")
+
+
+def _cast_spec(A, call) -> _Spec:
+    x, *options, out = call.args
+    rank = len(A.tensor(x).dims)
+    for vid in options:
+        v = A.graph.values[vid]
+        if isinstance(v, tuple):  # the dim_order IntList
+            if tuple(A.ints(vid)) != tuple(range(rank)):
+                raise _unsupported(A, call, f"dim_order {list(v)} is not the identity "
+                                   f"{list(range(rank))}: only contiguous outputs are supported")
+        elif v is not None and type(v) is not bool:
+            raise _unsupported(A, call, f"option value {v!r} (value {vid}) is not understood; "
+                               f"dtype, layout, device and memory_format must be Null")
+    _check_dims(A, A.tensor(out).dims, A.tensor(x).dims, "a cast")
+    return _Spec("identity", x, out)
+
+
+def _resolve_view(A, call, sizes: tuple[int, ...], numel: int) -> tuple[int, ...]:
+    if sizes.count(-1) > 1 or any(s < -1 for s in sizes):
+        raise PlanError(f"{A.op_name}: invalid view sizes {list(sizes)}")
+    known = math.prod(s for s in sizes if s != -1)
+    if -1 in sizes:
+        if known == 0 or numel % known:
+            raise PlanError(f"{A.op_name}: cannot view {numel} elements as {list(sizes)}")
+        sizes = tuple(numel // known if s == -1 else s for s in sizes)
+    if math.prod(sizes) != numel:
+        raise PlanError(f"{A.op_name}: cannot view {numel} elements as {list(sizes)}")
+    return sizes
+
+
+def _parse(A, call) -> _Spec:
+    name = call.name
+    if name in _CASTS:
+        return _cast_spec(A, call)
+    if name == "et_vk.prepack.default":
+        x, out = call.args
+        _check_dims(A, A.tensor(out).dims, A.tensor(x).dims, "prepack")
+        return _Spec("identity", x, out)
+    x, arg, *rest = call.args
+    tx, to = A.tensor(x), A.tensor(rest[-1])
+    out = rest[-1]
+    if name == "aten.clone.default":
+        if not A.is_null(arg):
+            raise _unsupported(A, call, f"memory_format {A.graph.values[arg]!r} (only Null)")
+        _check_dims(A, to.dims, tx.dims, "clone")
+        return _Spec("identity", x, out)
+    if name == "aten.view_copy.default":
+        _check_dims(A, to.dims, _resolve_view(A, call, A.ints(arg), tx.numel), "view")
+        return _Spec("identity", x, out)
+    rank = len(tx.dims)
+    if name == "aten.squeeze_copy.dims":
+        drop = {norm_dim(d, rank, A.op_name) for d in A.ints(arg)} if rank else set()
+        want = [n for d, n in enumerate(tx.dims) if not (d in drop and n == 1)]
+        _check_dims(A, to.dims, want, "squeeze")
+        return _Spec("identity", x, out)
+    if name == _PERMUTE:
+        perm = tuple(norm_dim(d, rank, A.op_name) for d in A.ints(arg))
+        if sorted(perm) != list(range(rank)):
+            raise PlanError(f"{A.op_name}: dims {list(A.ints(arg))} are not a permutation "
+                            f"of rank {rank}")
+        _check_dims(A, to.dims, [tx.dims[p] for p in perm], "permute")
+        return _Spec("permute", x, out, perm=perm)
+    dim = norm_dim(A.int(arg), rank, A.op_name)
+    index, size = A.int(rest[0]), tx.dims[dim]
+    if not -size <= index < size:
+        raise PlanError(f"{A.op_name}: index {index} out of range for dim {dim} of size {size}")
+    _check_dims(A, to.dims, tx.dims[:dim] + tx.dims[dim + 1:], "select")
+    return _Spec("select", x, out, dim=dim, index=index % size)
+
+
+def collapse(dims, strides) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Drop size-1 dims and merge neighbours that are contiguous in the source."""
+    merged: list[list[int]] = []
+    for d, s in zip(dims, strides):
+        if d == 1:
+            continue
+        if merged and merged[-1][1] == s * d:
+            merged[-1] = [merged[-1][0] * d, s]
+        else:
+            merged.append([d, s])
+    if not merged:
+        return (1,), (0,)
+    return tuple(m[0] for m in merged), tuple(m[1] for m in merged)
+
+
+def index_map(spec: _Spec, in_dims) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """(output dims, input element strides per output dim, input offset), collapsed."""
+    strides = contiguous_strides(in_dims)
+    if spec.kind == "permute":
+        return (*collapse([in_dims[p] for p in spec.perm], [strides[p] for p in spec.perm]), 0)
+    if spec.kind == "select":
+        d = spec.dim
+        dims, st = collapse(in_dims[:d] + in_dims[d + 1:], strides[:d] + strides[d + 1:])
+        return dims, st, spec.index * strides[d]
+    return (*collapse(in_dims, strides), 0)
+
+
+def _compute_type(in_kind: str) -> str:
+    """Copies compute in f32 from float storage and in i32 from every other kind."""
+    return "f32" if in_kind == "f32" else "i32"
+
+
+def cast_element(A, call) -> Element:
+    """A cast for one element: the value itself, in its compute type."""
+    spec = _parse(A, call)
+    return Element("cast", (spec.x,), spec.out, _compute_type(storage_of(A.tensor(spec.x))))
+
+
+def lower(L, call) -> None:
+    spec = _parse(L.args, call)
+    x, out = spec.x, spec.out
+    in_kind, out_kind = L.storage(x), L.storage(out)
+    if spec.kind == "identity" and in_kind == out_kind and L.alias(out, x):
+        return
+    to = L.tensor(out)
+    if to.numel == 0:
+        return
+    dims, strides, offset = index_map(spec, L.tensor(x).dims)
+    n = to.numel
+    packed = out_kind in PACKED
+    wg, row = L.grid(-(-n // 4) if packed else n)
+    what = spec.kind if in_kind == out_kind else f"{spec.kind} cast {in_kind}->{out_kind}"
+    k = L.kernel("layout/gather", what=what, n=n, rank=len(dims), dims=dims, strides=strides,
+                 offset=offset, ty=_compute_type(in_kind), in_kind=in_kind,
+                 out_kind=out_kind, in_wgsl=WGSL_TYPE[in_kind], out_wgsl=WGSL_TYPE[out_kind],
+                 out_packed=packed, workgroup=256, row=row)
+    L.dispatch(k, [L.buf(x), L.buf(out)], wg)
+
+
+def reference(R, call) -> None:
+    spec = _parse(R.args, call)
+    to = R.args.tensor(spec.out)
+    x = R.get(spec.x)
+    if spec.kind == "permute":
+        x = np.transpose(x, spec.perm)
+    elif spec.kind == "select":
+        x = np.take(x, spec.index, axis=spec.dim)
+    # The kernels compute in f32 from float storage and in i32 from every other kind.
+    v = x.astype(np.float32 if x.dtype == np.float32 else np.int32)
+    R.set(spec.out, to_storage_array(v, storage_of(to)).reshape(to.dims))
+
+
+# Cast options (dtype, layout, device, pin_memory, non_blocking, memory_format / dim_order)
+# are checked by _cast_spec, which says which forms are supported.
+UNITS = [OpUnit(_CASTS, lower, reference, {n: "T * * * * * * T" for n in _CASTS},
+                element=cast_element),
+         OpUnit(_COPIES + _VIEWS + (_PERMUTE, _SELECT), lower, reference,
+                {"aten.clone.default": "T * T", "et_vk.prepack.default": "T T",
+                 **{n: "T I T" for n in _VIEWS + (_PERMUTE,)}, _SELECT: "T i i T"})]

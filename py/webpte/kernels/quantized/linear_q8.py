@@ -1,0 +1,148 @@
+"""et_vk.linear_q8ta_q8csw.default: int8 activations x int8 per-channel weights -> f32.
+
+Args: x, input_scale (Double), input_zero_point (Int), W:C int8 [N, K], weight_sums:C int32
+[N4], weight_scales:C f32 [N4], bias:C f32 [N4] or Null, out f32 [..., N] (N4 = N padded
+to a multiple of 4; only the first N entries are read).
+
+x is normally int8 (quantize_per_tensor, then a clone). A float32 x is also accepted and
+quantized in the kernel with the op's scale and zero point (torch's formula, see
+quantize.py), so a quantize+linear pair can run as one kernel.
+
+Arithmetic (ExecuTorch's Vulkan shader `linear_fp_output_tile_int8_int8_compute.glslh`;
+its Python reference in custom_ops_lib.py instead dequantizes W and runs a float linear,
+which only agrees to rounding):
+    acc[m, n] = sum_k x[m, k] * W[n, k]                        i32, exact
+    adj       = acc - zp * sums[n]                             i32 (wrapping)
+    y[m, n]   = f32(adj) * (f32(input_scale) * scales[n])      f32 multiply, f32 product
+                + bias[n]                                      f32 add
+The numpy reference does exactly this (int64 matmul narrowed to int32, then float32);
+a GPU compiler may fuse the last multiply-add, hence a rel-L2 tolerance on y but exact
+accumulators.
+
+Accumulation uses WGSL `dot4I8Packed` when the lowering's features include
+`packed_4x8_integer_dot_product` (`lower(graph, features=...)`), else a portable path
+(extractBits to vec4<i32> and an integer dot). W is bound as its file bytes: row-major
+[N, K/4] u32 words, four int8 per word, element 0 in the low byte.
+"""
+
+from __future__ import annotations
+
+from ...errors import PlanError
+from .._np import np
+from ..registry import OpUnit
+from .quantize import f32, quantize_params, quantize_reference
+
+__all__ = ["DOT4_FEATURE", "tiling", "UNITS"]
+
+NAME = "et_vk.linear_q8ta_q8csw.default"
+DOT4_FEATURE = "packed_4x8_integer_dot_product"
+SKINNY_ROWS = 8  # up to this many rows, linear_q8_skinny (no workgroup staging) is used
+
+
+def tiling(m: int, kw: int) -> dict[str, int]:
+    """Workgroup shape (tx, ty), outputs per invocation (rm, rn) and words per K step (kt).
+
+    Outputs of an invocation are strided by (ty, tx), so neighbours write neighbouring
+    columns. Many rows: 64x64 tiles from 8x8 invocations, each x and W word staged in
+    workgroup memory serves 64 outputs (fastest of the shapes tried on lavapipe for
+    1024x768x3072). Few rows (a decoder window): all rows in one tile, 256 columns.
+    """
+    if m <= 4:
+        t = {"tx": 64, "ty": 1, "rm": m, "rn": 4, "kt": 8}
+    elif m <= 32:
+        t = {"tx": 32, "ty": 8, "rm": -(-m // 8), "rn": 4, "kt": 8}
+    else:
+        t = {"tx": 8, "ty": 8, "rm": 8, "rn": 8, "kt": 8}
+    t["kt"] = min(t["kt"], kw)
+    return t
+
+
+def _parse(A, call):
+    x, s, zp, w, sums, scales, bias, out = call.args
+    return (x, A.float(s), A.int(zp), w, sums, scales, None if A.is_null(bias) else bias,
+            out)
+
+
+def _shapes(T, x, w, out):
+    """(M, N, K) from x [..., K], W [N, K], out [..., N]; None when inconsistent."""
+    tw, tx, to = T(w), T(x), T(out)
+    if len(tw.dims) != 2 or not tx.dims or not to.dims:
+        return None
+    n, k = tw.dims
+    if tx.dims[-1] != k or to.dims[-1] != n or tuple(tx.dims[:-1]) != tuple(to.dims[:-1]):
+        return None
+    return tx.numel // k if k else 0, n, k
+
+
+def lower(L, call) -> None:
+    x, s, zp, w, sums, scales, bias, out = _parse(L.args, call)
+    shapes = _shapes(L.tensor, x, w, out)
+    if shapes is None:
+        raise L.unsupported(f"shapes x {list(L.tensor(x).dims)}, W {list(L.tensor(w).dims)}, "
+                            f"out {list(L.tensor(out).dims)} are not x[..., K] W[N, K] "
+                            f"-> out[..., N]")
+    m, n, k = shapes
+    if k % 4 or k == 0 or m == 0:
+        raise L.unsupported(f"K = {k}, M = {m}: needs K a positive multiple of 4 and M > 0")
+    x_kind = L.storage(x)
+    if x_kind not in ("i8", "f32") or L.storage(w) != "i8" or L.storage(out) != "f32":
+        raise L.unsupported(f"dtypes x {x_kind}, W {L.storage(w)}, out {L.storage(out)} "
+                            "(needs int8 or float32 x, int8 W, float32 out)")
+    per_channel = [(sums, "i32"), (scales, "f32")] + ([(bias, "f32")] if bias is not None
+                                                     else [])
+    for vid, kind in per_channel:
+        if L.storage(vid) != kind or L.tensor(vid).numel < n:
+            raise L.unsupported(f"per-channel value {vid} must be {kind} with >= {n} "
+                                f"entries, is {L.storage(vid)} {list(L.tensor(vid).dims)}")
+    if not -256 <= zp <= 255:
+        raise L.unsupported(f"input zero point {zp} outside [-256, 255]")
+    q = quantize_params(s, zp)
+    common = dict(m=m, n=n, k=k, kw=k // 4, dot4=DOT4_FEATURE in L.features,
+                  x_float=x_kind == "f32", has_bias=bias is not None)
+    if m <= SKINNY_ROWS:
+        # A decoder window: one column per invocation, W rows read directly.
+        groups, row = L.grid(n, 64)
+        # Rows of whole vec4<u32> (K % 16 == 0) are read 16 bytes at a time.
+        kern = L.kernel("quantized/linear_q8_skinny", workgroup=64, row=row, vec4=k % 16 == 0,
+                        **common)
+    else:
+        t = tiling(m, k // 4)
+        tile_m, tile_n = t["ty"] * t["rm"], t["tx"] * t["rn"]
+        groups = (-(-n // tile_n), -(-m // tile_m), 1)
+        if max(groups) > 65535:
+            raise L.unsupported(f"{groups} workgroups exceed 65535 per dimension")
+        kern = L.kernel("quantized/linear_q8", tile_m=tile_m, tile_n=tile_n, **common, **t)
+    # Scales and zero points come from a params buffer: one pipeline per shape.
+    params = L.params(f32(s), zp, *(q if x_kind == "f32" else ()))
+    vids = [x, w, sums, scales] + ([bias] if bias is not None else [])
+    L.dispatch(kern, [L.buf(v) for v in vids] + [params, L.buf(out)], groups)
+
+
+def linear_q8_reference(xq: np.ndarray, w: np.ndarray, sums: np.ndarray, scales: np.ndarray,
+                        bias: np.ndarray | None, scale: float, zp: int) -> np.ndarray:
+    """y (M, N) f32 from int8 xq (M, K) and W (N, K), with the kernel's arithmetic."""
+    n = w.shape[0]
+    acc = xq.astype(np.int64) @ w.astype(np.int64).T  # (M, N), exact
+    adj = acc - np.int64(zp) * sums.reshape(-1)[:n].astype(np.int64)
+    adj = ((adj + 2**31) % 2**32 - 2**31).astype(np.int32)  # i32 wrap, as on the GPU
+    y = adj.astype(np.float32) * (np.float32(scale) * scales.reshape(-1)[:n].astype(np.float32))
+    if bias is not None:
+        y = y + bias.reshape(-1)[:n].astype(np.float32)
+    return y
+
+
+def reference(R, call) -> None:
+    x, s, zp, w, sums, scales, bias, out = _parse(R.args, call)
+    shapes = _shapes(R.args.tensor, x, w, out)
+    if shapes is None:
+        raise PlanError(f"{R.args.op_name}: shapes are not x[..., K] W[N, K] -> out[..., N]")
+    m, n, k = shapes
+    xv = R.get(x).reshape(m, k)
+    if xv.dtype == np.float32:
+        xv = quantize_reference(xv, quantize_params(s, zp))
+    y = linear_q8_reference(xv, R.get(w), R.get(sums), R.get(scales),
+                            None if bias is None else R.get(bias), s, zp)
+    R.set(out, y.reshape(R.args.tensor(out).dims))
+
+
+UNITS = [OpUnit((NAME,), lower, reference, {NAME: "T f i Tq T T T? T"})]

@@ -1,0 +1,63 @@
+"""aten._softmax.default over any dim: numerically stable, one workgroup per row.
+
+The numpy reference computes exp(x - max) in float32, sums in float64 and divides,
+rounding to float32.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._np import np
+from ..common import norm_dim, row_workgroup
+from ..registry import OpUnit
+
+MAX_WORKGROUP = 256
+F32_MAX = 3.4028234663852886e38  # max(x) starts at the lowest finite f32
+ELEMENTS_PER_INVOCATION = 32  # fewer invocations per row: fewer barrier steps (lavapipe)
+
+
+def _parse(A, call):
+    x, dim, half_to_float, out = call.args
+    dims = tuple(A.tensor(x).dims) or (1,)
+    d = norm_dim(A.int(dim), len(dims), call.name)
+    return x, out, dims, d, A.bool(half_to_float)
+
+
+def lower(L, call) -> None:
+    x, out, dims, d, half_to_float = _parse(L.args, call)
+    if half_to_float:
+        raise L.unsupported("half_to_float=True (float16 inputs) is not supported")
+    for vid in (x, out):
+        if L.storage(vid) != "f32":
+            raise L.unsupported(f"softmax runs on float32 only, value {vid} is "
+                                f"{L.tensor(vid).dtype.name}")
+    if tuple(L.tensor(out).dims or (1,)) != dims:
+        raise L.unsupported(f"output {list(L.tensor(out).dims)} differs from input {list(dims)}")
+    length = dims[d]
+    inner = math.prod(dims[d + 1:])
+    rows = math.prod(dims) // length if length else 0
+    if rows == 0:
+        raise L.unsupported(f"softmax of an empty tensor {list(dims)}")
+    wg = row_workgroup(length, ELEMENTS_PER_INVOCATION, MAX_WORKGROUP)
+    strides = []
+    s = wg // 2
+    while s:
+        strides.append(s)
+        s //= 2
+    groups, grid_row = L.grid(rows, workgroup=1)
+    k = L.kernel("reduce/softmax", rows=rows, length=length, inner=inner, workgroup=wg,
+                 strides=strides, grid_row=grid_row, lowest=-F32_MAX)
+    L.dispatch(k, [L.buf(x), L.buf(out)], groups)
+
+
+def reference(R, call) -> None:
+    x, out, dims, d, half_to_float = _parse(R.args, call)
+    v = R.get(x).reshape(dims).astype(np.float32)
+    e = np.exp(v - v.max(axis=d, keepdims=True))
+    y = e / e.sum(axis=d, keepdims=True, dtype=np.float64)
+    R.set(out, y.reshape(R.args.tensor(out).dims))
+
+
+UNITS = [OpUnit(("aten._softmax.default",), lower, reference,
+                {"aten._softmax.default": "T i b T"})]
