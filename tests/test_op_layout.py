@@ -5,7 +5,7 @@ import pytest
 
 from harness import assert_close, run_graph_both
 from webpte.errors import PlanError, UnsupportedOpError
-from webpte.kernels.layout.copy import collapse
+from webpte.kernels.layout.gather import Axis, GatherMap, collapse, strided_map
 from webpte.plan import lower
 from webpte.plan.lowering import Lowering
 from webpte.pte.builder import GraphBuilder
@@ -226,9 +226,17 @@ def test_int8_cast_is_packed_four_per_word():
 
 
 def test_collapse_merges_contiguous_dims():
-    assert collapse((2, 3, 4), (12, 4, 1)) == ((24,), (1,))
-    assert collapse((4, 1, 6), (1, 99, 4)) == ((4, 6), (1, 4))
-    assert collapse((1, 1), (5, 1)) == ((1,), (0,))
+    def dims_strides(dims, strides):
+        m = collapse(strided_map(dims, strides))
+        return tuple(a.size for a in m.axes), tuple(a.stride for a in m.axes)
+
+    assert dims_strides((2, 3, 4), (12, 4, 1)) == ((24,), (1,))
+    assert dims_strides((4, 1, 6), (1, 99, 4)) == ((4, 6), (1, 4))
+    assert dims_strides((1, 1), (5, 1)) == ((1,), (0,))
+    assert dims_strides((3, 5, 2), (0, 0, 1)) == ((15, 2), (0, 1))  # expanded axes merge
+    assert dims_strides((4, 3), (-3, 1)) == ((4, 3), (-3, 1))      # a flipped axis does not
+    bounded = GatherMap((Axis(2, 8), Axis(1, 4, 0, 1), Axis(4, 1)))
+    assert collapse(bounded).axes == bounded.axes  # bounded axes stay, even of size 1
 
 
 def _bad(name, shape, out_shape, *extra, dtype=np.float32):

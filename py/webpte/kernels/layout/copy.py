@@ -1,7 +1,7 @@
 """Copies, casts and layout changes: clone, prepack, _to_copy, _to_dim_order_copy,
-view_copy, squeeze_copy, permute_copy, select_copy.
+view_copy, squeeze_copy, unsqueeze_copy, permute_copy, select_copy.
 
-Buffers are contiguous, so clone/prepack/view/squeeze (and casts that keep the
+Buffers are contiguous, so clone/prepack/view/squeeze/unsqueeze (and casts that keep the
 storage kind) are identity copies: the output shares the input's buffer when the
 planner allows it (`L.alias`), else one gather kernel copies it. permute and select
 are strided gathers. Every path converts between storage kinds like to_storage_array.
@@ -13,16 +13,17 @@ import math
 from dataclasses import dataclass
 
 from ...errors import PlanError, UnsupportedOpError
-from ...plan.storage import PACKED, WGSL_TYPE, storage_of
+from ...plan.storage import storage_of
 from .._np import np
 from ..common import contiguous_strides, norm_dim
 from ..element import Element
-from ..elementwise.unary import to_storage_array
 from ..registry import OpUnit
+from .gather import GatherMap, compute_type, computed, emit_gather, store, strided_map
 
 _CASTS = ("aten._to_copy.default", "dim_order_ops._to_dim_order_copy.default")
 _COPIES = ("aten.clone.default", "et_vk.prepack.default")
 _VIEWS = ("aten.view_copy.default", "aten.squeeze_copy.dims")
+_UNSQUEEZE = "aten.unsqueeze_copy.default"
 _PERMUTE = "aten.permute_copy.default"
 _SELECT = "aten.select_copy.int"
 
@@ -103,6 +104,10 @@ def _parse(A, call) -> _Spec:
         want = [n for d, n in enumerate(tx.dims) if not (d in drop and n == 1)]
         _check_dims(A, to.dims, want, "squeeze")
         return _Spec("identity", x, out)
+    if name == _UNSQUEEZE:
+        d = norm_dim(A.int(arg), rank + 1, A.op_name)
+        _check_dims(A, to.dims, tx.dims[:d] + (1,) + tx.dims[d:], "unsqueeze")
+        return _Spec("identity", x, out)
     if name == _PERMUTE:
         perm = tuple(norm_dim(d, rank, A.op_name) for d in A.ints(arg))
         if sorted(perm) != list(range(rank)):
@@ -118,82 +123,47 @@ def _parse(A, call) -> _Spec:
     return _Spec("select", x, out, dim=dim, index=index % size)
 
 
-def collapse(dims, strides) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Drop size-1 dims and merge neighbours that are contiguous in the source."""
-    merged: list[list[int]] = []
-    for d, s in zip(dims, strides):
-        if d == 1:
-            continue
-        if merged and merged[-1][1] == s * d:
-            merged[-1] = [merged[-1][0] * d, s]
-        else:
-            merged.append([d, s])
-    if not merged:
-        return (1,), (0,)
-    return tuple(m[0] for m in merged), tuple(m[1] for m in merged)
-
-
-def index_map(spec: _Spec, in_dims) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-    """(output dims, input element strides per output dim, input offset), collapsed."""
+def gather_map(spec: _Spec, in_dims) -> GatherMap:
+    """The gather that performs `spec` on an input of dims `in_dims`."""
     strides = contiguous_strides(in_dims)
     if spec.kind == "permute":
-        return (*collapse([in_dims[p] for p in spec.perm], [strides[p] for p in spec.perm]), 0)
+        return strided_map([in_dims[p] for p in spec.perm], [strides[p] for p in spec.perm])
     if spec.kind == "select":
         d = spec.dim
-        dims, st = collapse(in_dims[:d] + in_dims[d + 1:], strides[:d] + strides[d + 1:])
-        return dims, st, spec.index * strides[d]
-    return (*collapse(in_dims, strides), 0)
-
-
-def _compute_type(in_kind: str) -> str:
-    """Copies compute in f32 from float storage and in i32 from every other kind."""
-    return "f32" if in_kind == "f32" else "i32"
+        return strided_map(in_dims[:d] + in_dims[d + 1:], strides[:d] + strides[d + 1:],
+                           spec.index * strides[d])
+    return strided_map(in_dims, strides)
 
 
 def cast_element(A, call) -> Element:
     """A cast for one element: the value itself, in its compute type."""
     spec = _parse(A, call)
-    return Element("cast", (spec.x,), spec.out, _compute_type(storage_of(A.tensor(spec.x))))
+    return Element("cast", (spec.x,), spec.out, compute_type(storage_of(A.tensor(spec.x))))
 
 
 def lower(L, call) -> None:
     spec = _parse(L.args, call)
     x, out = spec.x, spec.out
-    in_kind, out_kind = L.storage(x), L.storage(out)
-    if spec.kind == "identity" and in_kind == out_kind and L.alias(out, x):
+    if spec.kind == "identity" and L.storage(x) == L.storage(out) and L.alias(out, x):
         return
-    to = L.tensor(out)
-    if to.numel == 0:
-        return
-    dims, strides, offset = index_map(spec, L.tensor(x).dims)
-    n = to.numel
-    packed = out_kind in PACKED
-    wg, row = L.grid(-(-n // 4) if packed else n)
-    what = spec.kind if in_kind == out_kind else f"{spec.kind} cast {in_kind}->{out_kind}"
-    k = L.kernel("layout/gather", what=what, n=n, rank=len(dims), dims=dims, strides=strides,
-                 offset=offset, ty=_compute_type(in_kind), in_kind=in_kind,
-                 out_kind=out_kind, in_wgsl=WGSL_TYPE[in_kind], out_wgsl=WGSL_TYPE[out_kind],
-                 out_packed=packed, workgroup=256, row=row)
-    L.dispatch(k, [L.buf(x), L.buf(out)], wg)
+    emit_gather(L, x, out, gather_map(spec, L.tensor(x).dims), spec.kind)
 
 
 def reference(R, call) -> None:
     spec = _parse(R.args, call)
-    to = R.args.tensor(spec.out)
     x = R.get(spec.x)
     if spec.kind == "permute":
         x = np.transpose(x, spec.perm)
     elif spec.kind == "select":
         x = np.take(x, spec.index, axis=spec.dim)
-    # The kernels compute in f32 from float storage and in i32 from every other kind.
-    v = x.astype(np.float32 if x.dtype == np.float32 else np.int32)
-    R.set(spec.out, to_storage_array(v, storage_of(to)).reshape(to.dims))
+    store(R, spec.out, computed(x))
 
 
 # Cast options (dtype, layout, device, pin_memory, non_blocking, memory_format / dim_order)
 # are checked by _cast_spec, which says which forms are supported.
 UNITS = [OpUnit(_CASTS, lower, reference, {n: "T * * * * * * T" for n in _CASTS},
                 element=cast_element),
-         OpUnit(_COPIES + _VIEWS + (_PERMUTE, _SELECT), lower, reference,
+         OpUnit(_COPIES + _VIEWS + (_UNSQUEEZE, _PERMUTE, _SELECT), lower, reference,
                 {"aten.clone.default": "T * T", "et_vk.prepack.default": "T T",
-                 **{n: "T I T" for n in _VIEWS + (_PERMUTE,)}, _SELECT: "T i i T"})]
+                 **{n: "T I T" for n in _VIEWS + (_PERMUTE,)}, _UNSQUEEZE: "T i T",
+                 _SELECT: "T i i T"})]
