@@ -102,3 +102,41 @@ def test_linear_bad_bias_is_unsupported(rng):
     graph, _ = g.build([x], [o])
     with pytest.raises(UnsupportedOpError, match=r"bias must be \[5\]"):
         lower(graph)
+
+
+def _addmm_graph(rng, M, K, N, bias_shape, beta=1.0, alpha=1.0):
+    g = GraphBuilder()
+    a, b = g.tensor(np.float32, (M, K)), g.tensor(np.float32, (K, N))
+    bias_arr = rng.standard_normal(bias_shape).astype(np.float32)
+    o = g.tensor(np.float32, (M, N))
+    g.op("aten.addmm.default", g.constant(bias_arr), a, b, g.scalar(beta), g.scalar(alpha), o)
+    graph, blob = g.build([a, b], [o])
+    return graph, blob, bias_arr
+
+
+@pytest.mark.parametrize("M,K,N,bias_shape,beta", [
+    (4, 15, 32, (32,), 1.0),      # the catalog's odd K
+    (7, 33, 19, (1, 19), 1.0),    # [1, N] bias, odd everywhere
+    (70, 36, 132, (70, 1), 1.0),  # per-row bias, several tiles, vec4 loads
+    (1, 1, 1, (1,), 1.0),         # size-1 dims
+    (5, 9, 3, (3,), 0.0),         # beta 0: the bias is not read
+])
+def test_addmm(gpu, rng, M, K, N, bias_shape, beta):
+    graph, blob, bias = _addmm_graph(rng, M, K, N, bias_shape, beta=beta)
+    xs = [rng.standard_normal((M, K)).astype(np.float32),
+          rng.standard_normal((K, N)).astype(np.float32)]
+    (out,), (ref,) = run_graph_both(graph, blob, xs)
+    expect = _loop_matmul(*xs) + beta * bias.astype(np.float64)
+    assert_close(ref, expect.astype(np.float32), rel=1e-6, what="reference vs loop")
+    assert_close(out, ref, rel=1e-5, what="addmm")
+
+
+@pytest.mark.parametrize("bias_shape,beta,alpha,match", [
+    ((3,), 1.0, 2.0, "alpha=2.0"),
+    ((3,), 0.5, 1.0, "beta=0.5"),
+    ((4, 3), 1.0, 1.0, r"bias \[4, 3\]"),
+])
+def test_addmm_unsupported_forms(rng, bias_shape, beta, alpha, match):
+    graph, _, _ = _addmm_graph(rng, 4, 5, 3, bias_shape, beta=beta, alpha=alpha)
+    with pytest.raises(UnsupportedOpError, match=match):
+        lower(graph)

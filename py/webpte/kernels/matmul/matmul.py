@@ -1,4 +1,5 @@
-"""aten.bmm.default and aten.linear.default: f32 matmuls tiled in workgroup memory.
+"""aten.bmm.default, aten.linear.default and aten.addmm.default: f32 matmuls tiled in
+workgroup memory.
 
 `emit_matmul` is the shared lowering (conv.py uses it for patch embeddings).
 The numpy reference accumulates in float64 and rounds the result to float32.
@@ -132,8 +133,51 @@ def reference_linear(R, call) -> None:
     R.set(out, y)
 
 
+# -- aten.addmm.default: beta * bias + alpha * (mat1 @ mat2) ----------------------------------
+
+def _addmm_parse(A, call):
+    """(bias or None, mat1, mat2, out, M, K, N, bias axis, why-unsupported or None)."""
+    bias, a, b, beta, alpha, out = call.args
+    da, db, do = A.tensor(a).dims, A.tensor(b).dims, A.tensor(out).dims
+    beta, alpha = A.float(beta), A.float(alpha)
+    if len(da) != 2 or len(db) != 2 or da[1] != db[0] or tuple(do) != (da[0], db[1]):
+        return (None, a, b, out, 0, 0, 0, "n",
+                f"addmm needs [M,K] x [K,N] -> [M,N], got {list(da)} x {list(db)} -> {list(do)}")
+    M, K = da
+    N = db[1]
+    # The bias broadcasts along rows ([N], [1, N]) or columns ([M, 1]); beta 0 drops it.
+    db_ = tuple(A.tensor(bias).dims)
+    axis = "n" if db_ in ((N,), (1, N)) else "m" if db_ == (M, 1) else None
+    why = None
+    if alpha != 1.0 or beta not in (0.0, 1.0):
+        why = f"addmm with alpha={alpha}, beta={beta} (only alpha 1 and beta 0 or 1)"
+    elif beta and axis is None:
+        why = f"addmm bias {list(db_)} (only [{N}], [1, {N}] or [{M}, 1] broadcast)"
+    return (bias if beta else None), a, b, out, M, K, N, axis, why
+
+
+def lower_addmm(L, call) -> None:
+    bias, a, b, out, M, K, N, axis, why = _addmm_parse(L.args, call)
+    if why:
+        raise L.unsupported(why)
+    emit_matmul(L, "addmm", a, b, out, batch=1, M=M, N=N, K=K, a_strides=(0, K, 1),
+                b_strides=(0, N, 1), bias=bias, bias_axis=axis)
+
+
+def reference_addmm(R, call) -> None:
+    bias, a, b, out, M, K, N, axis, why = _addmm_parse(R.args, call)
+    if why:
+        raise UnsupportedOpError(f"reference: {why}", [call.name])
+    y = R.get(a).astype(np.float64) @ R.get(b).astype(np.float64)
+    if bias is not None:
+        y = y + R.get(bias).astype(np.float64).reshape((1, N) if axis == "n" else (M, 1))
+    R.set(out, y)
+
+
 UNITS = [
     OpUnit(("aten.bmm.default",), lower_bmm, reference_bmm, {"aten.bmm.default": "T T T"}),
     OpUnit(("aten.linear.default",), lower_linear, reference_linear,
            {"aten.linear.default": "T T T? T"}),
+    OpUnit(("aten.addmm.default",), lower_addmm, reference_addmm,
+           {"aten.addmm.default": "T T T f f T"}),
 ]
