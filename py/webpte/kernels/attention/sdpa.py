@@ -12,9 +12,9 @@ excluding `c > start+s` when causal; `softmax(q.k * scale) @ V`, scale 1/sqrt(D)
 default. The seq_len argument is not the row count: the Vulkan `causal_sdpa` pattern
 (backends/vulkan/patterns/sdpa.py) rewrites custom_sdpa + update_cache with a literal 1
 there, so S is q's dim 1 (as custom_sdpa uses it). Two dispatches: the cache write,
-then one workgroup per (s, h) running an online softmax over tiles of cache rows, so
-any ctx works. The start is read on the GPU per call; rows outside the cache are
-skipped and clamped there. The reference computes in float64 and refuses such a start.
+then the tiled online-softmax attention of `_tiled.py` over the cache rows, so any ctx
+works. The start is read on the GPU per call; rows outside the cache are skipped and
+clamped there. The reference refuses such a start.
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ import math
 from ...errors import InputError
 from .._np import np
 from ..registry import OpUnit
+from ._tiled import Layout, fits_workgroup_memory, lower_attention, tiled_attention_reference
 
 _NAME = "sdpa_with_kv_cache.default"
-WORKGROUP = 64      # cache rows per tile = invocations per (s, h) workgroup
-MAX_GROUPS = 65535  # (s, h) rows beyond this fold into workgroup y
 
 
 def _parse(A, call):
@@ -77,7 +76,7 @@ def lower(L, call) -> None:
         s, hq, hkv, d, ctx = _shapes(L.args, a)
     except ValueError as e:
         raise L.unsupported(str(e)) from None
-    if 4 * (d + 2 * WORKGROUP + 1) > 16384:  # q row + two tile arrays in workgroup memory
+    if not fits_workgroup_memory(d):
         raise L.unsupported(f"head dim {d} exceeds the 16 KiB of workgroup memory")
     names = ("q", "k", "v", "k_cache", "v_cache", "out")
     if {L.storage(a[n]) for n in names} != {"f32"}:
@@ -89,30 +88,23 @@ def lower(L, call) -> None:
     write = L.kernel("attention/sdpa_cache_write", seq=s, row_len=hkv * d, ctx=ctx, n=n_write,
                      workgroup=256, row=row)
     L.dispatch(write, [L.buf(a["k"]), L.buf(a["v"]), start, kc, vc], wg)
-    rows = s * hq
-    attend = L.kernel("attention/sdpa_attention", seq=s, hq=hq, hkv=hkv, group=hq // hkv, d=d,
-                      ctx=ctx, rows=rows, causal=a["causal"], scale=_scale(a, d),
-                      workgroup=WORKGROUP, d_per_thread=-(-d // WORKGROUP), group_row=MAX_GROUPS)
-    L.dispatch(attend, [L.buf(a["q"]), kc, vc, start, L.buf(a["out"])],
-               (min(rows, MAX_GROUPS), -(-rows // MAX_GROUPS), 1))
+    # q [1,S,Hq,D]: row qi = s*Hq + h; cache row c of kv head g at (c*Hkv + g)*D.
+    lay = Layout(batch=1, hq=hq, hkv=hkv, seq=s, d=d, s_div=hq, h_div=1, kv_b=0, kv_h=d,
+                 kv_c=hkv * d, keys="causal" if a["causal"] else "cache", ctx=ctx)
+    lower_attention(L, lay, _scale(a, d), L.buf(a["q"]), kc, vc, L.buf(a["out"]), start=start)
 
 
 def attention_reference(q: np.ndarray, k_cache: np.ndarray, v_cache: np.ndarray, start: int,
                         scale: float, causal: bool) -> np.ndarray:
-    """q [1,S,Hq,D] over cache rows [0, start+S) of [1,ctx,Hkv,D]; float64 math, f32 out."""
-    _, s, hq, _ = q.shape
-    hkv = k_cache.shape[2]
-    n = start + s
-    kv_head = np.arange(hq) // (hq // hkv)
-    keys = k_cache[0, :n][:, kv_head].astype(np.float64)       # (n, Hq, D)
-    values = v_cache[0, :n][:, kv_head].astype(np.float64)
-    scores = np.einsum("shd,chd->hsc", q[0].astype(np.float64), keys) * scale  # (Hq, S, n)
-    if causal:
-        c, row = np.arange(n)[None, :], start + np.arange(s)[:, None]
-        scores = np.where(c > row, -np.inf, scores)
-    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    p /= p.sum(axis=-1, keepdims=True)
-    return np.einsum("hsc,chd->shd", p, values)[None].astype(np.float32)
+    """q [1,S,Hq,D] over cache rows [0, start+S) of [1,ctx,Hkv,D], as the kernel computes."""
+    s = q.shape[1]
+    n_keys = start + (np.arange(s) + 1 if causal else np.full(s, s))
+    heads_first = (0, 2, 1, 3)  # [1,S,H,D] <-> [1,H,S,D]
+    out = tiled_attention_reference(q.transpose(heads_first),
+                                    k_cache[:, :start + s].transpose(heads_first),
+                                    v_cache[:, :start + s].transpose(heads_first),
+                                    scale, n_keys)
+    return out.transpose(heads_first)
 
 
 def reference(R, call) -> None:

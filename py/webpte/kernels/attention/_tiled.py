@@ -1,0 +1,131 @@
+"""The tiled online-softmax attention kernel shared by the attention units, and its reference.
+
+One workgroup per query row (b, h, s) walks that row's keys in tiles of `WORKGROUP`: each
+invocation scores one key (a sequential f32 dot over D, times the scale, plus the additive
+mask), the tile's max and sum of exp are tree-reduced in workgroup memory, and the running
+max / sum / output rows are rescaled by `exp(m_old - m_new)` (flash attention's online
+softmax), so any key count and any head dim run in 16 KiB of workgroup memory. Query head
+h reads kv head `h // (Hq / Hkv)` (grouped-query attention). `tiled_attention_reference`
+does the same f32 arithmetic in the same order with numpy, vectorised over rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._np import np
+
+WORKGROUP = 64      # keys per tile = invocations per query row's workgroup
+MAX_GROUPS = 65535  # query rows beyond this fold into workgroup y
+NEG = np.float32(-3.0e38)  # the kernel's NEG: below any score
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a query row's operands live, as element strides (D is always contiguous).
+
+    Query row qi (memory order of q and out) is (b, h, s) with `s = (qi // s_div) % seq`,
+    `h = (qi // h_div) % hq`, `b = qi // (hq * seq)`; key/value c of kv head g in batch b
+    starts at `b*kv_b + g*kv_h + c*kv_c`, the mask entry at `b*m_b + h*m_h + s*m_s + c*m_c`
+    (a zero stride broadcasts). `keys`: "fixed" (skv keys), "cache" (the cache rows up to
+    input_pos + seq) or "causal" (up to input_pos + s + 1); the cache forms read input_pos
+    from a binding and clamp it into `ctx` rows.
+    """
+
+    batch: int
+    hq: int
+    hkv: int
+    seq: int
+    d: int
+    s_div: int
+    h_div: int
+    kv_b: int
+    kv_h: int
+    kv_c: int
+    keys: str
+    skv: int = 0
+    ctx: int = 0
+    mask: tuple[int, int, int, int] | None = None
+
+
+def fits_workgroup_memory(d: int) -> bool:
+    """The q row and the two tile arrays in WebGPU's guaranteed 16 KiB of workgroup memory."""
+    return 4 * (d + 2 * WORKGROUP + 1) <= 16384
+
+
+def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: int,
+                    start: int | None = None, mask: int | None = None) -> None:
+    """One dispatch of the kernel; `q`, `k`, `v`, `out`, `start`, `mask` are buffers."""
+    rows = lay.batch * lay.hq * lay.seq
+    m_b, m_h, m_s, m_c = lay.mask or (0, 0, 0, 0)
+    kernel = L.kernel(
+        "attention/sdpa_attention", rows=rows, batch=lay.batch, hq=lay.hq, hkv=lay.hkv,
+        group=lay.hq // lay.hkv, seq=lay.seq, d=lay.d, s_div=lay.s_div, h_div=lay.h_div,
+        kv_b=lay.kv_b, kv_h=lay.kv_h, kv_c=lay.kv_c, keys=lay.keys, skv=lay.skv, ctx=lay.ctx,
+        masked=lay.mask is not None, m_b=m_b, m_h=m_h, m_s=m_s, m_c=m_c,
+        scale=scale, workgroup=WORKGROUP, d_per_thread=-(-lay.d // WORKGROUP),
+        group_row=MAX_GROUPS)
+    bindings = [q, k, v] + ([start] if lay.keys != "fixed" else []) + \
+        ([mask] if lay.mask is not None else []) + [out]
+    L.dispatch(kernel, bindings, (min(rows, MAX_GROUPS), -(-rows // MAX_GROUPS), 1))
+
+
+def _tree_sum(x: np.ndarray) -> np.ndarray:
+    """Sum over the last axis (WORKGROUP long) as the kernel's halving reduction adds."""
+    half = x.shape[-1] // 2
+    while half:
+        x = x[..., :half] + x[..., half:2 * half]
+        half //= 2
+    return x[..., 0]
+
+
+def tiled_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
+                              n_keys: np.ndarray, mask: np.ndarray | None = None
+                              ) -> np.ndarray:
+    """The kernel's arithmetic: q [B,Hq,S,D] over k, v [B,Hkv,N,D] (f32), query row s seeing
+    keys [0, n_keys[s]) (n_keys >= 1, <= N), plus `mask` broadcast to [B,Hq,S,N]."""
+    b, hq, s, d = q.shape
+    hkv, n = k.shape[1], k.shape[2]
+    group = hq // hkv
+    scale = np.float32(scale)
+    if mask is not None:
+        mask = np.broadcast_to(mask.astype(np.float32), (b, hq, s, n))
+    out = np.empty(q.shape, np.float32)
+    col = np.arange(WORKGROUP)
+    with np.errstate(over="ignore", under="ignore"):
+        for bi in range(b):
+            for g in range(hkv):
+                heads = slice(g * group, (g + 1) * group)
+                qr = q[bi, heads].reshape(group * s, d).astype(np.float32)  # (rows, D)
+                count = np.tile(n_keys, group)[:, None]                      # (rows, 1)
+                mr = None if mask is None else mask[bi, heads].reshape(group * s, n)
+                kk, vv = k[bi, g].astype(np.float32), v[bi, g].astype(np.float32)
+                out[bi, heads] = _rows(qr, kk, vv, scale, count, mr, col).reshape(group, s, d)
+    return out
+
+
+def _rows(qr, kk, vv, scale, count, mr, col) -> np.ndarray:
+    rows, d = qr.shape
+    m = np.full((rows, 1), NEG, np.float32)
+    l_sum = np.zeros((rows, 1), np.float32)
+    acc = np.zeros((rows, d), np.float32)
+    for t0 in range(0, int(count.max()), WORKGROUP):
+        keys = np.minimum(t0 + col, kk.shape[0] - 1)       # (W,) clamped; invalid ones unused
+        valid = (t0 + col)[None, :] < count                 # (rows, W)
+        dot = np.zeros((rows, WORKGROUP), np.float32)
+        for j in range(d):                                  # sequential over D, like the kernel
+            dot += qr[:, j:j + 1] * kk[keys, j][None, :]
+        score = dot * scale
+        if mr is not None:
+            score = score + mr[:, keys]
+        score = np.where(valid, score, NEG)
+        m_new = np.maximum(m, score.max(axis=1, keepdims=True))
+        p = np.where(valid, np.exp(score - m_new), np.float32(0))
+        alpha = np.exp(m - m_new)
+        l_sum = l_sum * alpha + _tree_sum(p)[:, None]
+        m = m_new
+        a = np.zeros((rows, d), np.float32)
+        for r in range(min(WORKGROUP, kk.shape[0] - t0)):   # sequential over the tile's keys
+            a += p[:, r:r + 1] * vv[t0 + r][None, :]
+        acc = acc * alpha + a
+    return acc / l_sum
