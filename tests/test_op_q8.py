@@ -263,3 +263,71 @@ def test_linear_unsupported_forms():
          b.constant(ops[2]), b.scalar(None), o)
     with pytest.raises(UnsupportedOpError, match="W\\[N, K\\]"):
         lower(b.build([x], [o])[0])
+
+
+# -- dequantize_per_tensor ------------------------------------------------------------------
+
+DEQUANTIZE = "quantized_decomposed.dequantize_per_tensor.default"
+
+
+def dequantize_graph(b, x, shape, scale, zp, qmin=-128, qmax=127):
+    o = b.tensor(np.float32, shape)
+    b.op(DEQUANTIZE, x, b.scalar(scale), b.scalar(zp), b.scalar(qmin), b.scalar(qmax),
+         b.scalar(None), b.scalar(None), o)
+    return o
+
+
+@pytest.mark.parametrize("shape,dtype,scale,zp", [
+    ((37,), np.int8, 0.05, 0),
+    ((3, 5, 7), np.int8, 0.1, 7),
+    ((1,), np.int8, 0.013, -128),
+    ((2, 9), np.uint8, 0.2, 128),
+])
+def test_dequantize_matches_torch_formula(gpu, rng, shape, dtype, scale, zp):
+    b = GraphBuilder()
+    info = np.iinfo(dtype)
+    x = b.tensor(dtype, shape)
+    o = dequantize_graph(b, x, shape, scale, zp, info.min, info.max)
+    graph, blob = b.build([x], [o])
+    q = rng.integers(info.min, info.max + 1, shape).astype(dtype)
+    q.flat[:2] = [info.min, info.max][: q.size]
+    (out,), (ref,) = run_graph_both(graph, blob, [q])
+    # float64 product of two f32 values is exact: one rounding, as torch's f32 multiply.
+    expect = ((q.astype(np.float64) - zp) * np.float64(np.float32(scale))).astype(np.float32)
+    assert_close(ref, expect, exact=True, what="reference vs formula")
+    assert_close(out, ref, exact=True, what="dequantize")
+
+
+def test_dequantize_fuses_with_elementwise(gpu, rng):
+    # dequantize -> mul: one fused dispatch, bit-identical to the op-by-op reference.
+    b = GraphBuilder()
+    x, y = b.tensor(np.int8, (5, 13)), b.tensor(np.float32, (5, 13))
+    d = dequantize_graph(b, x, (5, 13), 0.07, -3)
+    o = b.tensor(np.float32, (5, 13))
+    b.op("aten.mul.Tensor", d, y, o)
+    graph, blob = b.build([x, y], [o])
+    plan = lower(graph)
+    assert len(plan.dispatches) == 1 and "dequantize" in plan.dispatches[0].op
+    xs = [int8(rng, (5, 13)), rng.standard_normal((5, 13)).astype(np.float32)]
+    (out,), (ref,) = run_graph_both(graph, blob, xs)
+    assert_close(out, ref, exact=True, what="fused dequantize*mul")
+
+
+def test_dequantize_unsupported_forms():
+    b = GraphBuilder()
+    x = b.tensor(np.int8, (4,))
+    o = b.tensor(np.float32, (2, 2))
+    b.op(DEQUANTIZE, x, b.scalar(0.1), b.scalar(0), b.scalar(-128), b.scalar(127),
+         b.scalar(None), b.scalar(None), o)
+    with pytest.raises(UnsupportedOpError, match="differ from input"):
+        lower(b.build([x], [o])[0])
+    b = GraphBuilder()
+    x = b.tensor(np.int8, (4,))
+    o = dequantize_graph(b, x, (4,), 1e39, 0)
+    with pytest.raises(UnsupportedOpError, match="not a finite f32"):
+        lower(b.build([x], [o])[0])
+    b = GraphBuilder()
+    x = b.tensor(np.float32, (4,))
+    o = dequantize_graph(b, x, (4,), 0.1, 0)
+    with pytest.raises(PlanError, match="int8/uint8 tensor"):
+        lower(b.build([x], [o])[0])
