@@ -1,4 +1,14 @@
-"""aten.add.Tensor / aten.sub.Tensor / aten.mul.Tensor with broadcasting and 0-d operands."""
+"""Arithmetic binary ops with broadcasting and 0-d operands: add/sub/mul, minimum/maximum,
+pow (Tensor_Tensor) and division (true, trunc and floor).
+
+Float math runs in f32, integer math in exact i32 with torch's semantics (floor division
+steps down when the signs differ). `lower_broadcast` is the dispatch of every elementwise op
+whose operands broadcast (compare.py, logical.py and creation.py use it too).
+
+Where WGSL leaves a float result implementation-defined (x/0, NaN operands of min/max) the
+GPU gives what the adapter gives (inf/NaN on lavapipe and SwiftShader, as torch); integer
+division by zero gives WGSL's defined results (x / 0 = x, x % 0 = 0) where torch raises.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +18,29 @@ from ..common import contiguous_strides
 from ..element import Element
 from ..registry import OpUnit
 
-_OPS = {"aten.add.Tensor": "add", "aten.sub.Tensor": "sub", "aten.mul.Tensor": "mul"}
+_OPS = {"aten.add.Tensor": "add", "aten.sub.Tensor": "sub", "aten.mul.Tensor": "mul",
+        "aten.minimum.default": "minimum", "aten.maximum.default": "maximum",
+        "aten.pow.Tensor_Tensor": "pow", "aten.div.Tensor": "div",
+        "aten.div.Tensor_mode": "div"}
+_ROUNDING = {None: "div", "trunc": "div_trunc", "floor": "div_floor"}
+NAN_INF_WORDS = (float("nan"), float("inf"))   # pow's runtime words (see powf in the template)
 
 
 def _parse(A, call):
     op = _OPS[call.name]
-    if op == "mul":
-        a, b, out = call.args
-        alpha = 1
-    else:
+    alpha = 1
+    if op in ("add", "sub"):
         a, b, alpha_id, out = call.args
-        alpha = A.float(alpha_id) if A.graph.values[alpha_id] is not None else 1
+        alpha = A.float(alpha_id) if not A.is_null(alpha_id) else 1
+    elif call.name == "aten.div.Tensor_mode":
+        a, b, mode, out = call.args
+        rounding = None if A.is_null(mode) else A.str(mode)
+        if rounding not in _ROUNDING:
+            raise A.unsupported(call, f"rounding_mode={rounding!r} (only None, 'trunc', "
+                                      f"'floor')")
+        op = _ROUNDING[rounding]
+    else:
+        a, b, out = call.args
     return op, a, b, alpha, out
 
 
@@ -30,7 +52,8 @@ def broadcast_strides(in_dims, out_dims) -> list[int]:
     return [0 if padded[d] == 1 and out_dims[d] != 1 else strides[d] for d in range(rank)]
 
 
-def _check_broadcast(A, call, vids, out) -> None:
+def check_broadcast(A, call, vids, out) -> None:
+    """Raise UnsupportedOpError unless every tensor of `vids` broadcasts to `out`."""
     dims = tuple(A.tensor(out).dims) or (1,)
     for t in (A.tensor(v) for v in vids):
         if len(t.dims) > len(dims) or any(
@@ -40,50 +63,104 @@ def _check_broadcast(A, call, vids, out) -> None:
 
 
 def element(A, call) -> Element:
-    """The op for one element: `x + alpha * y`, `x - alpha * y` or `x * y` in f32 or i32."""
+    """The op for one element in f32 or i32: `x + alpha * y`, `min(x, y)`, `floor(x / y)`..."""
     op, a, b, alpha, out = _parse(A, call)
-    _check_broadcast(A, call, (a, b), out)
+    check_broadcast(A, call, (a, b), out)
     ty = "f32" if storage_of(A.tensor(out)) == "f32" else "i32"
+    if ty == "i32" and op in ("pow", "div"):
+        raise A.unsupported(call, f"{call.name} with an integer output (only float32)")
     if ty == "i32" and alpha != int(alpha):
         raise A.unsupported(call, f"integer {op} with non-integer alpha {alpha}")
-    return Element(op, (a, b), out, ty, {"alpha": float(alpha) if ty == "f32" else int(alpha)})
+    if op in ("add", "sub", "mul"):
+        return Element(op, (a, b), out, ty,
+                       {"alpha": float(alpha) if ty == "f32" else int(alpha)})
+    return Element(op, (a, b), out, ty, runtime=NAN_INF_WORDS if op == "pow" else ())
 
 
-def lower(L, call):
-    e = element(L.args, call)
-    a, b = e.inputs
-    ta, tb, to = L.tensor(a), L.tensor(b), L.tensor(e.out)
+def lower_broadcast(L, e: Element) -> None:
+    """One dispatch of `shaders/elementwise/broadcast.wgsl.j2` computing `e` for every output
+    element, its operands (0 to 3) broadcast to the output; runtime words in binding `p`."""
+    to = L.tensor(e.out)
     dims = tuple(to.dims) or (1,)
     out_kind = L.storage(e.out)
     n = max(1, to.numel)
-    per = 4 if out_kind in PACKED else 1
-    wg, row = L.grid(-(-n // per))
-    k = L.kernel("elementwise/binary", op=e.op, n=n, rank=len(dims), dims=dims,
-                 a_strides=broadcast_strides(ta.dims, dims),
-                 b_strides=broadcast_strides(tb.dims, dims),
-                 a_kind=L.storage(a), b_kind=L.storage(b), out_kind=out_kind,
-                 a_wgsl=WGSL_TYPE[L.storage(a)], b_wgsl=WGSL_TYPE[L.storage(b)],
-                 out_wgsl=WGSL_TYPE[out_kind], out_packed=out_kind in PACKED,
-                 ty=e.ty, element=e.spec(), workgroup=256, row=row)
-    L.dispatch(k, [L.buf(a), L.buf(b), L.buf(e.out)], wg)
+    operands = [{"name": name, "kind": L.storage(v), "reg": reg,
+                 "strides": broadcast_strides(L.tensor(v).dims, dims)}
+                for v, name, reg in zip(e.inputs, "abc", "xyz")]
+    bindings = [(x["name"], WGSL_TYPE[x["kind"]], "read") for x in operands]
+    bindings += [("p", "u32", "read")] if e.runtime else []
+    wg, row = L.grid(-(-n // 4) if out_kind in PACKED else n)
+    k = L.kernel("elementwise/broadcast", op=e.op, n=n, rank=len(dims), dims=dims,
+                 operands=operands, bindings=bindings + [("out", WGSL_TYPE[out_kind],
+                                                          "read_write")],
+                 out_kind=out_kind, out_packed=out_kind in PACKED, ty=e.ty,
+                 element=e.spec(), workgroup=256, row=row)
+    bufs = [L.buf(v) for v in e.inputs] + ([L.params(*e.runtime)] if e.runtime else [])
+    L.dispatch(k, bufs + [L.buf(e.out)], wg)
 
 
-def reference(R, call):
+def lower(L, call) -> None:
+    lower_broadcast(L, element(L.args, call))
+
+
+# -- numpy reference (f32 in the kernel's order, i32 exact) ----------------------------------
+
+def pow_f32(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The kernel's `powf` (torch's pow special cases around WGSL's pow) in f32 numpy."""
+    f32 = np.float32
+    x, y = np.asarray(x, f32), np.asarray(y, f32)
+    with np.errstate(all="ignore"):
+        m = np.power(np.abs(x), y)
+        odd = y - f32(2) * np.floor(f32(0.5) * y) == 1
+        r = np.where((x < 0) & odd, -m, m)
+        r = np.where((x < 0) & (np.floor(y) != y), f32(np.nan), r)
+        r = np.where(x == 0, np.where(y > 0, f32(0), f32(np.inf)), r)
+        return np.where(y == 0, f32(1), r).astype(f32)
+
+
+def int_div(x: np.ndarray, y: np.ndarray, floor: bool) -> np.ndarray:
+    """WGSL's i32 `/` (truncating; x / 0 = x) and the floor step of the kernel."""
+    x, y = np.broadcast_arrays(np.asarray(x, np.int64), np.asarray(y, np.int64))
+    safe = np.where(y == 0, 1, y)
+    q = np.where(y == 0, x, np.trunc(x / safe).astype(np.int64))
+    q = np.where((x == -2 ** 31) & (y == -1), x, q)   # WGSL: the overflow gives x
+    if floor:
+        rem = x - q * np.where(y == 0, 0, y)
+        q = q - ((rem != 0) & ((x ^ y) < 0))
+    return q.astype(np.int32)
+
+
+def apply(op: str, x: np.ndarray, y: np.ndarray, alpha=1) -> np.ndarray:
+    """One binary op on arrays already in the compute type (f32 or i32)."""
+    ty = x.dtype.type
+    with np.errstate(all="ignore"):
+        if op == "add":
+            return x + ty(alpha) * y if alpha != 1 else x + y
+        if op == "sub":
+            return x - ty(alpha) * y if alpha != 1 else x - y
+        if op == "mul":
+            return x * y
+        if op in ("minimum", "maximum"):
+            return np.minimum(x, y) if op == "minimum" else np.maximum(x, y)
+        if op == "pow":
+            return pow_f32(x, y)
+        if ty is np.int32:
+            return int_div(x, y, floor=op == "div_floor")
+        q = x / y
+        return {"div": q, "div_trunc": np.trunc(q), "div_floor": np.floor(q)}[op]
+
+
+def reference(R, call) -> None:
     op, a, b, alpha, out = _parse(R.args, call)
     to = R.args.tensor(out)
-    ty = np.float32 if to.dtype.name == "FLOAT32" else np.int32
-    x = R.get(a).astype(ty)
-    y = R.get(b).astype(ty)
-    with np.errstate(over="ignore"):
-        if op == "add":
-            r = x + ty(alpha) * y if alpha != 1 else x + y
-        elif op == "sub":
-            r = x - ty(alpha) * y if alpha != 1 else x - y
-        else:
-            r = x * y
-    R.set(out, np.broadcast_to(r, to.dims) if r.shape != tuple(to.dims) else r)
+    ty = np.float32 if storage_of(to) == "f32" else np.int32
+    r = apply(op, R.get(a).astype(ty), R.get(b).astype(ty), alpha)
+    R.set(out, np.broadcast_to(r, to.dims).astype(ty))
 
 
 UNITS = [OpUnit(tuple(_OPS), lower, reference,
                 {"aten.add.Tensor": "T T f? T", "aten.sub.Tensor": "T T f? T",
-                 "aten.mul.Tensor": "T T T"}, element=element)]
+                 "aten.mul.Tensor": "T T T", "aten.minimum.default": "T T T",
+                 "aten.maximum.default": "T T T", "aten.pow.Tensor_Tensor": "T T Tf",
+                 "aten.div.Tensor": "T T Tf", "aten.div.Tensor_mode": "T T s? T"},
+                element=element)]

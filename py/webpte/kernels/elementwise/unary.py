@@ -1,8 +1,9 @@
-"""Elementwise unary ops: round, clamp, relu, sigmoid, gelu (tanh and erf forms).
+"""Elementwise unary ops: round, clamp (and hardtanh), relu, sigmoid, gelu (tanh and erf).
 
 Float math runs in f32; round/clamp/relu of integer tensors run in exact i32.
 Inputs and outputs may be any storage kind; packed int8/uint8 outputs are written
-four per invocation (one u32 word each), like binary.py.
+four per invocation (one u32 word each), like binary.py. `lower_unary` is the dispatch of
+every one-operand elementwise op (unary_math.py, compare.py and logical.py use it too).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..registry import OpUnit
 
 _OPS = {"aten.round.default": "round", "aten.clamp.default": "clamp",
         "aten.relu.default": "relu", "aten.sigmoid.default": "sigmoid",
-        "aten.gelu.default": "gelu"}
+        "aten.gelu.default": "gelu", "aten.hardtanh.default": "clamp"}
 
 # torch's constants for the tanh form of GELU: sqrt(2/pi) and 0.044715.
 GELU_BETA = 0.7978845608028654
@@ -44,7 +45,7 @@ def _parse(A, call) -> tuple[str, int, int, dict]:
     """(op, x, out, params) where params holds clamp bounds or the gelu form."""
     op = _OPS[call.name]
     params: dict = {}
-    if op == "clamp":
+    if op == "clamp":   # hardtanh is clamp with both bounds
         x, lo, hi, out = call.args
         params = {"lo": A.optional_float(lo), "hi": A.optional_float(hi)}
         if params["lo"] is None and params["hi"] is None:
@@ -68,7 +69,7 @@ def compute_type(op: str, in_kind: str, out_kind: str) -> str:
     return "i32"
 
 
-def _to_f32(v: float) -> float:
+def to_f32(v: float) -> float:
     """Round a Python float to f32 (overflow gives a signed infinity), without numpy."""
     try:
         return struct.unpack("<f", struct.pack("<f", v))[0]
@@ -84,7 +85,7 @@ def _bounds(params: dict, ty: str, where: str, name: str) -> tuple:
     for key, sign in (("lo", -1), ("hi", 1)):
         v = params.get(key)
         if v is not None and ty == "f32":
-            v = _to_f32(v)
+            v = to_f32(v)
             if math.isinf(v):
                 if (v > 0) != (sign > 0):
                     raise UnsupportedOpError(f"{where}: clamp bound {key}={v} leaves no "
@@ -113,8 +114,9 @@ def element(A, call) -> Element:
     return Element(op, (x,), out, ty, consts, fusible=op != "gelu_erf")
 
 
-def lower(L, call) -> None:
-    e = element(L.args, call)
+def lower_unary(L, e: Element) -> None:
+    """One dispatch of `shaders/elementwise/unary.wgsl.j2` computing `e` (one operand with the
+    output's element count) for every element; runtime words in binding `p`."""
     (x,) = e.inputs
     in_kind, out_kind = L.storage(x), L.storage(e.out)
     n = max(1, L.tensor(e.out).numel)
@@ -122,9 +124,15 @@ def lower(L, call) -> None:
     wg, row = L.grid(-(-n // 4) if packed else n)
     k = L.kernel("elementwise/unary", op=e.op, n=n, ty=e.ty, in_kind=in_kind, out_kind=out_kind,
                  in_wgsl=WGSL_TYPE[in_kind], out_wgsl=WGSL_TYPE[out_kind], out_packed=packed,
-                 element=e.spec(), erf_small=ERF_SMALL, erf_mid=ERF_MID, erf_large=ERF_LARGE,
-                 erf_cutoff=ERF_LARGE_CUTOFF, workgroup=256, row=row)
-    L.dispatch(k, [L.buf(x), L.buf(e.out)], wg)
+                 element=e.spec(), reads_params=bool(e.runtime), erf_small=ERF_SMALL,
+                 erf_mid=ERF_MID, erf_large=ERF_LARGE, erf_cutoff=ERF_LARGE_CUTOFF,
+                 workgroup=256, row=row)
+    bufs = [L.buf(x)] + ([L.params(*e.runtime)] if e.runtime else [])
+    L.dispatch(k, bufs + [L.buf(e.out)], wg)
+
+
+def lower(L, call) -> None:
+    lower_unary(L, element(L.args, call))
 
 
 # -- numpy reference (float32 arithmetic in the kernel's order, i32 exact) -------------------
@@ -199,4 +207,5 @@ def reference(R, call) -> None:
 
 UNITS = [OpUnit(tuple(_OPS), lower, reference,
                 {**{n: "T T" for n in _OPS}, "aten.clamp.default": "T f? f? T",
-                 "aten.gelu.default": "T s T"}, element=element)]
+                 "aten.hardtanh.default": "T f f T", "aten.gelu.default": "T s T"},
+                element=element)]
