@@ -36,6 +36,8 @@ def _identity_op(b, name, x, shape, out_shape, dtype):
         b.op(name, x, b.scalar((-1,) + tuple(out_shape[1:])), o)
     elif name == "aten.squeeze_copy.dims":
         b.op(name, x, b.scalar((0, -1, 1)), o)  # dim 1 is not size 1: kept, as in torch
+    elif name == "aten.unsqueeze_copy.default":
+        b.op(name, x, b.scalar(-2), o)  # counts from the end of the output's dims
     elif name == "aten._to_copy.default":
         b.op(name, x, *[b.scalar(None)] * 4, b.scalar(False), b.scalar(None), o)
     else:
@@ -48,6 +50,7 @@ IDENTITY = [
     ("aten.clone.default", (3, 7, 5), (3, 7, 5)),
     ("aten.view_copy.default", (6, 5, 7), (3, 2, 35)),
     ("aten.squeeze_copy.dims", (1, 9, 1), (9,)),
+    ("aten.unsqueeze_copy.default", (3, 7), (3, 1, 7)),
     ("aten._to_copy.default", (5, 13), (5, 13)),
     ("dim_order_ops._to_dim_order_copy.default", (2, 3, 11), (2, 3, 11)),
 ]
@@ -260,6 +263,8 @@ def _bad(name, shape, out_shape, *extra, dtype=np.float32):
     (_bad("aten.permute_copy.default", (2, 3), (3, 2), (1, 1)), PlanError, "permutation"),
     (_bad("aten.select_copy.int", (2, 3), (2,), 1, 3), PlanError, "out of range"),
     (_bad("aten.squeeze_copy.dims", (2, 1), (2, 1), (1,)), PlanError, "squeeze gives"),
+    (_bad("aten.unsqueeze_copy.default", (2, 3), (2, 3, 1), 1), PlanError, "unsqueeze gives"),
+    (_bad("aten.unsqueeze_copy.default", (2, 3), (2, 3, 1), 4), PlanError, "out of range"),
 ])
 def test_layout_unsupported_forms(graph, error, match):
     with pytest.raises(error, match=match):
