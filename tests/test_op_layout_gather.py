@@ -249,7 +249,7 @@ def test_gather_ops_reject_malformed_forms(graph, match):
 def test_flip_and_expand_maps_collapse():
     """A flip of every dim is one reversed axis; an expand of a scalar one stride-0 axis."""
     plan = lower(_graph("aten.flip.default", (4, 6), (4, 6), (0, 1)))
-    assert "axes (outermost first) [24]" in plan.kernels[0].wgsl
+    assert "axes (outermost first): [24]" in plan.kernels[0].wgsl
     assert "(-1i)" in plan.kernels[0].wgsl
     plan = lower(_graph("aten.expand_copy.default", (1, 1), (5, 7, 3), (5, 7, 3), False))
-    assert "axes (outermost first) [105]" in plan.kernels[0].wgsl
+    assert "axes (outermost first): [105]" in plan.kernels[0].wgsl
