@@ -1,0 +1,113 @@
+// Tier 2: ExecuTorch's WebGPU op-test catalog in the page (headless Chromium, SwiftShader),
+// compared as `webpte conformance` compares natively (py/webpte/conformance.py): bool / int8 /
+// int64 goldens exactly, float32 goldens with |actual - golden| <= atol + rtol * |golden|.
+// Every case must pass. The catalog is the committed subset (tests/fixtures/op_catalog) unless
+// WEBPTE_CATALOG names another folder (`make conformance-web` runs the full one). The per-case
+// results go to out/catalog-page.json; the table is printed to stdout.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openSuitePage } from './browser.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const CATALOG = resolve(process.env.WEBPTE_CATALOG ?? join(ROOT, 'tests/fixtures/op_catalog'));
+const LONG = { timeout: 600_000 };
+const entries = JSON.parse(readFileSync(join(CATALOG, 'manifest.json'), 'utf8'));
+const byPte = new Map();
+for (const e of entries) {
+  if (!byPte.has(e.pte)) byPte.set(e.pte, []);
+  byPte.get(e.pte).push(e);
+}
+
+let page;
+let blocked;
+let close;
+const results = [];
+
+before(async () => {
+  ({ page, blocked, close } = await openSuitePage({
+    '/dist/': join(ROOT, 'dist'), '/catalog/': CATALOG, '/suite/': join(ROOT, 'tests/browser'),
+  }));
+});
+
+after(async () => {
+  const ops = new Map();
+  for (const r of results) {
+    const row = ops.get(r.op) ?? { cases: 0, pass: 0, first: null };
+    row.cases += 1;
+    if (r.status === 'pass') row.pass += 1;
+    else row.first ??= `${r.case}: ${r.status} ${r.detail}`.slice(0, 160);
+    ops.set(r.op, row);
+  }
+  const lines = [...ops.entries()].sort().map(([op, r]) => `${op.padEnd(34)} ${String(r.cases).padStart(5)} ${String(r.pass).padStart(5)}  ${r.first ?? ''}`);
+  const passing = [...ops.values()].filter((r) => r.pass === r.cases).length;
+  const cases = results.filter((r) => r.status === 'pass').length;
+  console.log(['# page catalog (SwiftShader)', `${'op'.padEnd(34)} cases  pass  failing`, ...lines,
+    `summary (page): ${passing}/${ops.size} ops and ${cases}/${results.length} cases pass`].map((l) => `# ${l}`).join('\n'));
+  mkdirSync(join(ROOT, 'out'), { recursive: true });
+  writeFileSync(join(ROOT, 'out/catalog-page.json'), JSON.stringify({ catalog: CATALOG, results }, null, 1));
+  await close?.();
+});
+
+describe(`the op catalog in the page (${CATALOG})`, () => {
+  for (const [pte, cases] of byPte) {
+    test(pte, LONG, async () => {
+      const out = await page.evaluate(async (group) => {
+        const ARRAYS = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array, int8: Int8Array, bool: Int8Array };
+        const raw = async (spec) => {
+          const resp = await fetch(`/catalog/${spec.path}`);
+          if (!resp.ok) throw new Error(`${spec.path}: HTTP ${resp.status}`);
+          return new ARRAYS[spec.dtype](await resp.arrayBuffer());
+        };
+        const first = group[0];
+        let outputs;
+        try {
+          const program = await suite.webpte.loadProgram(`/catalog/${first.pte}`, { poison: true });
+          try {
+            const inputs = await Promise.all(first.inputs.map(async (x) => {
+              const data = await raw(x);
+              return { data: x.dtype === 'bool' ? new Uint8Array(data.buffer) : data, shape: x.shape };
+            }));
+            outputs = await program.run(inputs);
+          } finally {
+            await program.dispose();
+          }
+        } catch (err) {
+          const status = err?.name === 'UnsupportedOpError' ? 'unsupported' : (err instanceof suite.webpte.WebpteError ? 'error' : 'crash');
+          return group.map((e) => ({ op: e.op, case: e.case, status, detail: `${err?.name}: ${err?.message}`.slice(0, 400) }));
+        }
+        return Promise.all(group.map(async (e) => {
+          const golden = await raw(e.golden);
+          const actual = outputs[e.golden.output_index ?? 0];
+          const r = { op: e.op, case: e.case, status: 'pass', detail: '', first: [] };
+          if (!actual || actual.length !== golden.length) {
+            return { ...r, status: 'mismatch', detail: `length ${actual?.length} != golden ${golden.length}` };
+          }
+          const exact = e.golden.dtype !== 'float32';
+          let bad = 0;
+          for (let i = 0; i < golden.length; i++) {
+            const g = Number(golden[i]);
+            const a = Number(actual[i]);
+            const ok = exact ? a === g
+              : (Math.abs(a - g) <= e.atol + e.rtol * Math.abs(g)) || (Number.isNaN(a) && Number.isNaN(g)) || (!Number.isFinite(g) && a === g);
+            if (!ok) {
+              bad += 1;
+              if (r.first.length < 4) r.first.push([i, g, a]);
+            }
+          }
+          if (bad) Object.assign(r, { status: 'mismatch', detail: `${bad} of ${golden.length} elements outside tolerance` });
+          return r;
+        }));
+      }, cases);
+      results.push(...out);
+      const failing = out.filter((r) => r.status !== 'pass');
+      assert.deepEqual(failing, [], failing.map((r) => `${r.op}/${r.case}: ${r.status} ${r.detail} ${JSON.stringify(r.first ?? [])}`).join('\n'));
+    });
+  }
+
+  test('no request left 127.0.0.1', () => {
+    assert.deepEqual(blocked, []);
+  });
+});
