@@ -144,3 +144,91 @@ def test_unary_unsupported(name, extra, din, match):
     g, _ = _graph(name, (4,), extra, din, din)
     with pytest.raises(UnsupportedOpError, match=match):
         lower(g)
+
+
+# -- unary_math.py: abs, neg, exp, sqrt, rsqrt, sin, cos, tanh, hardswish, leaky_relu, pow --
+
+def _f64(f):
+    return lambda x: f(x.astype(np.float64))
+
+
+# name, extra args, input range, independent float64 formula, GPU-vs-reference atol: WGSL's
+# sin/cos are bounded to 2^-11 absolute on [-pi, pi], the rest to a few ulp.
+MATH_CASES = [
+    ("aten.abs.default", (), (-6, 6), _f64(np.abs), 0),
+    ("aten.neg.default", (), (-6, 6), _f64(np.negative), 0),
+    ("aten.exp.default", (), (-9, 9), _f64(np.exp), 1e-6),
+    ("aten.sqrt.default", (), (0, 40), _f64(np.sqrt), 1e-6),
+    ("aten.rsqrt.default", (), (0.05, 40), _f64(lambda x: 1 / np.sqrt(x)), 1e-6),
+    ("aten.sin.default", (), (-60, 60), _f64(np.sin), 2 ** -11),
+    ("aten.cos.default", (), (-60, 60), _f64(np.cos), 2 ** -11),
+    ("aten.tanh.default", (), (-30, 30), _f64(np.tanh), 1e-6),
+    ("aten.hardswish.default", (), (-6, 6), _f64(lambda x: x * np.clip(x + 3, 0, 6) / 6), 0),
+    ("aten.hardtanh.default", (-1.0, 2.0), (-6, 6), _f64(lambda x: np.clip(x, -1, 2)), 0),
+    ("aten.leaky_relu.default", (0.2,), (-6, 6), _f64(lambda x: np.where(x > 0, x, 0.2 * x)),
+     0),
+    ("aten.pow.Tensor_Scalar", (2.0,), (-3, 3), _f64(np.square), 0),        # x * x
+    ("aten.pow.Tensor_Scalar", (3,), (-3, 3), _f64(lambda x: x ** 3), 0),   # Int exponent
+    ("aten.pow.Tensor_Scalar", (0.5,), (0, 9), _f64(np.sqrt), 1e-6),
+    ("aten.pow.Tensor_Scalar", (-0.5,), (0.1, 9), _f64(lambda x: x ** -0.5), 1e-6),
+    ("aten.pow.Tensor_Scalar", (-1.0,), (0.1, 9), _f64(lambda x: 1 / x), 1e-6),
+    ("aten.pow.Tensor_Scalar", (-2.0,), (0.1, 9), _f64(lambda x: 1 / (x * x)), 1e-6),
+    ("aten.pow.Tensor_Scalar", (1.7,), (0, 9), _f64(lambda x: x ** 1.7), 1e-5),
+    ("aten.pow.Tensor_Scalar", (5.0,), (-3, 3), _f64(lambda x: x ** 5), 1e-5),  # odd, general
+    ("aten.pow.Tensor_Scalar", (0,), (-3, 3), _f64(np.ones_like), 0),
+]
+
+
+@pytest.mark.parametrize("shape", [(5, 13), (1,)], ids=str)
+@pytest.mark.parametrize("name,extra,span,exact,atol", MATH_CASES,
+                         ids=[f"{c[0].split('.')[1]}{c[1]}" for c in MATH_CASES])
+def test_unary_math_f32(gpu, rng, name, extra, span, exact, atol, shape):
+    g, blob = _graph(name, shape, extra)
+    x = rng.uniform(*span, shape).astype(np.float32)
+    x.flat[0] = span[0] if span[0] > 0 else 0.0    # 0 (or the smallest positive input)
+    (out,), (ref,) = run_graph_both(g, blob, [x])
+    assert_close(ref, exact(x).astype(np.float32), rel=1e-5, atol=2e-6, rtol=2e-6,
+                 what="reference vs float64 formula")
+    assert_close(out, ref, rel=1e-5, atol=atol, rtol=4e-6, exact=not atol, what=name)
+
+
+def test_pow_scalar_general_follows_torch_special_cases(gpu):
+    """A fractional exponent of a negative base is NaN, of zero 0 (positive) or inf."""
+    x = np.array([-2.0, -0.5, 0.0, 0.5, 2.0, 7.0, -0.0], np.float32)
+    for e in (1.5, -1.5):
+        g, blob = _graph("aten.pow.Tensor_Scalar", x.shape, (e,))
+        (out,), (ref,) = run_graph_both(g, blob, [x])
+        with np.errstate(all="ignore"):
+            expect = np.power(x.astype(np.float64), e)   # NaN for negative bases, as torch
+        for arr in (out, ref):   # NaN and inf exactly where torch has them
+            special = ~np.isfinite(expect)
+            assert (np.isnan(arr) == np.isnan(expect)).all(), (e, arr, expect)
+            assert (arr[special & ~np.isnan(expect)] == np.inf).all(), (e, arr, expect)
+        ok = np.isfinite(expect)
+        assert_close(ref[ok], expect[ok].astype(np.float32), rel=1e-6, what="reference")
+        assert_close(out[ok], ref[ok], rel=1e-5, atol=0, rtol=1e-5, what=f"pow {e}")
+
+
+@pytest.mark.parametrize("name,extra,dtype,exact", [
+    ("aten.abs.default", (), np.int32, np.abs),
+    ("aten.neg.default", (), np.int32, np.negative),
+    ("aten.neg.default", (), np.int8, np.negative),          # packed, wraps like torch
+    ("aten.pow.Tensor_Scalar", (3,), np.int32, lambda x: x ** 3),
+    ("aten.pow.Tensor_Scalar", (0,), np.int32, np.ones_like),
+])
+def test_unary_math_int_exact(gpu, rng, name, extra, dtype, exact):
+    shape = (3, 7)
+    g, blob = _graph(name, shape, extra, dtype, dtype)
+    lim = 127 if dtype == np.int8 else 1000
+    x = rng.integers(-lim, lim, shape, endpoint=True).astype(dtype)
+    (out,), (ref,) = run_graph_both(g, blob, [x])
+    assert_close(ref, exact(x).astype(dtype), exact=True, what="reference vs numpy")
+    assert_close(out, ref, exact=True, what=name)
+
+
+@pytest.mark.parametrize("extra,match", [((0.5,), "integer pow with exponent 0.5"),
+                                         ((-1,), "integer pow with exponent -1")])
+def test_int_pow_scalar_unsupported(extra, match):
+    g, _ = _graph("aten.pow.Tensor_Scalar", (4,), extra, np.int32, np.int32)
+    with pytest.raises(UnsupportedOpError, match=match):
+        lower(g)

@@ -7,7 +7,8 @@ whose operands broadcast (compare.py, logical.py and creation.py use it too).
 
 Where WGSL leaves a float result implementation-defined (x/0, NaN operands of min/max) the
 GPU gives what the adapter gives (inf/NaN on lavapipe and SwiftShader, as torch); integer
-division by zero gives WGSL's defined results (x / 0 = x, x % 0 = 0) where torch raises.
+division by zero gives WGSL's defined results (x / 0 = x, so floor(x / 0) = x too) where
+torch raises.
 """
 
 from __future__ import annotations
@@ -119,13 +120,14 @@ def pow_f32(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def int_div(x: np.ndarray, y: np.ndarray, floor: bool) -> np.ndarray:
-    """WGSL's i32 `/` (truncating; x / 0 = x) and the floor step of the kernel."""
+    """WGSL's i32 `/` and `%` (truncating; x / 0 = x, x % 0 = 0) and the kernel's floor step."""
     x, y = np.broadcast_arrays(np.asarray(x, np.int64), np.asarray(y, np.int64))
     safe = np.where(y == 0, 1, y)
     q = np.where(y == 0, x, np.trunc(x / safe).astype(np.int64))
-    q = np.where((x == -2 ** 31) & (y == -1), x, q)   # WGSL: the overflow gives x
+    overflow = (x == -2 ** 31) & (y == -1)
+    q = np.where(overflow, x, q)           # WGSL: x / 0 and the overflow give x, x % them 0
     if floor:
-        rem = x - q * np.where(y == 0, 0, y)
+        rem = np.where((y == 0) | overflow, 0, x - q * y)
         q = q - ((rem != 0) & ((x ^ y) < 0))
     return q.astype(np.int32)
 
