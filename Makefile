@@ -107,3 +107,31 @@ $(VENV)/.export-deps: pyproject.toml | venv
 model: export-deps
 	@mkdir -p $(XDG_RUNTIME_DIR)
 	$(BIN)/webpte build smollm2
+
+# ExecuTorch's WebGPU op-test catalog (87 ops, 378 cases). `make catalog` generates it with
+# ExecuTorch's own generator (export extra; ~35-45 min) into build/op_catalog;
+# `make conformance` runs it natively (table in out/conformance-native.txt) and in the page
+# (headless Chromium; out/catalog-page.json). The committed subset
+# (tests/fixtures/op_catalog, one smallest case per op) runs in `make test`;
+# `make catalog-subset` regenerates it.
+.PHONY: catalog catalog-subset conformance conformance-native conformance-web
+CATALOG ?= build/op_catalog
+
+catalog: export-deps
+	$(BIN)/python tools/gen_op_catalog.py --output $(CATALOG) --resume
+
+catalog-subset: export-deps
+	rm -rf tests/fixtures/op_catalog
+	$(BIN)/python tools/gen_op_catalog.py --output tests/fixtures/op_catalog --subset smallest
+
+conformance: conformance-native conformance-web
+
+conformance-native: venv
+	@mkdir -p $(XDG_RUNTIME_DIR) out
+	@test -f $(CATALOG)/manifest.json || { echo "no catalog in $(CATALOG): make catalog"; exit 2; }
+	$(BIN)/webpte conformance $(CATALOG) --json out/conformance-native.json \
+	  | tee out/conformance-native.txt
+
+conformance-web: web
+	@test -f $(CATALOG)/manifest.json || { echo "no catalog in $(CATALOG): make catalog"; exit 2; }
+	WEBPTE_CATALOG=$(CATALOG) node --test --test-concurrency=1 tests/browser/catalog.test.mjs
