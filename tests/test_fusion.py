@@ -231,3 +231,56 @@ def test_quantized_chains_with_different_scales_share_one_pipeline():
     assert len(plan.kernels) == 1
     words = [plan.buffers[d.bindings[-2]].init["words"] for d in plan.dispatches]
     assert words[0] != words[1] and [w[1] for w in words] == [3, 0xFFFFFFFF]
+
+
+def _math_chains():
+    """Three chains of the newer elementwise ops, each one dispatch when fused:
+    sin -> hardswish -> pow 2.5 (runtime NaN/inf words) -> gt 0.05 -> where(., y, z);
+    int floor division -> abs -> eq 3 -> logical_not -> where(., y, z);
+    full_like 2.5 -> mul x -> exp -> tanh."""
+    shape = (7, 13)
+    b = GraphBuilder()
+    x, y, z = (b.tensor(np.float32, shape) for _ in range(3))
+    i, j = b.tensor(np.int32, shape), b.tensor(np.int32, shape)
+    f = [b.tensor(np.float32, shape) for _ in range(9)]
+    k = [b.tensor(np.int32, shape) for _ in range(2)]
+    c = [b.tensor(np.bool_, shape) for _ in range(3)]
+    b.op("aten.sin.default", x, f[0])
+    b.op("aten.hardswish.default", f[0], f[1])
+    b.op("aten.pow.Tensor_Scalar", f[1], b.scalar(2.5), f[2])
+    b.op("aten.gt.Scalar", f[2], b.scalar(0.05), c[0])
+    b.op("aten.where.self", c[0], y, z, f[3])
+    b.op("aten.div.Tensor_mode", i, j, b.scalar("floor"), k[0])
+    b.op("aten.abs.default", k[0], k[1])
+    b.op("aten.eq.Scalar", k[1], b.scalar(3), c[1])
+    b.op("aten.logical_not.default", c[1], c[2])
+    b.op("aten.where.self", c[2], y, z, f[4])
+    b.op("aten.full_like.default", x, b.scalar(2.5), *[b.scalar(None)] * 5, f[5])
+    b.op("aten.mul.Tensor", f[5], x, f[6])
+    b.op("aten.exp.default", f[6], f[7])
+    b.op("aten.tanh.default", f[7], f[8])
+    return b.build([x, y, z, i, j], [f[3], f[4], f[8]])
+
+
+def test_new_elementwise_ops_fuse_bitwise_unfused(gpu):
+    from webpte.native import Executor
+    g, blob = _math_chains()
+    fused, unfused = lower(g), lower(g, fuse=False)
+    assert [d.op for d in fused.dispatches] == [
+        "fused:sin+hardswish+pow_scalar+gt+where", "fused:div_floor+abs+eq+logical_not+where",
+        "fused:fill+mul+exp+tanh"]
+    assert len(unfused.dispatches) == 14
+    rng = np.random.default_rng(13)
+    shape = (7, 13)
+    xs = [rng.uniform(-4, 4, shape).astype(np.float32) for _ in range(3)]
+    xs += [rng.integers(-50, 50, shape).astype(np.int32),
+           rng.choice([-7, -3, -2, 2, 3, 5], shape).astype(np.int32)]
+    outs = []
+    for plan in (fused, unfused):
+        ex = Executor(plan, blob)
+        ex.poison()
+        outs.append(ex.run(xs))
+    env = run_reference(g, dict(zip(g.input_ids, xs)), blob)
+    for n, (a, b) in enumerate(zip(*outs)):
+        assert a.tobytes() == b.tobytes(), f"output {n}: fused differs from unfused"
+        assert_close(a, env.get(g.output_ids[n]), rel=1e-5, what=f"output {n} vs numpy")
