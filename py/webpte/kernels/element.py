@@ -12,10 +12,12 @@ class Element:
     """An elementwise op as data.
 
     `ty` is the compute type (f32, or exact i32); `params` holds the op's constants as the
-    template reads them (add/sub: alpha; clamp: lo, hi; gelu: its polynomial constants).
-    `runtime` holds per-dispatch scalars (quantize: 1/scale, zero point, range) as words of
-    the kernel's params buffer `p`, read from word `at` on (`spec`), so that dispatches that
-    differ only in them render the same source (one pipeline).
+    template reads them (add/sub: alpha; clamp: lo, hi; gelu: its polynomial constants;
+    compare .Scalar: the scalar). Comparisons and logical ops give 0/1 in `ty`.
+    `runtime` holds per-dispatch scalars (quantize: 1/scale, zero point, range; fill: its
+    value; pow: NaN and inf, which no WGSL literal spells) as words of the kernel's params
+    buffer `p`, read from word `at` on (`spec`), so that dispatches that differ only in them
+    render the same source (one pipeline).
     `fusible` is False for forms whose expression needs helper functions of their own
     template (gelu's erf).
     """
