@@ -1,4 +1,5 @@
-"""aten._softmax.default: last and middle dims, long rows, size-1 dims, unsupported forms."""
+"""aten._softmax.default and aten._log_softmax.default: last and middle dims, long rows,
+size-1 dims, unsupported forms."""
 
 import numpy as np
 import pytest
@@ -9,10 +10,10 @@ from webpte.plan import lower
 from webpte.pte.builder import GraphBuilder
 
 
-def _graph(shape, dim, half_to_float=False, dtype=np.float32):
+def _graph(shape, dim, half_to_float=False, dtype=np.float32, op="aten._softmax.default"):
     g = GraphBuilder()
     x, o = g.tensor(dtype, shape), g.tensor(dtype, shape)
-    g.op("aten._softmax.default", x, g.scalar(dim), g.scalar(half_to_float), o)
+    g.op(op, x, g.scalar(dim), g.scalar(half_to_float), o)
     return g.build([x], [o])
 
 
@@ -39,6 +40,27 @@ def test_softmax(gpu, rng, shape, dim):
     (out,), (ref,) = run_graph_both(graph, blob, [x])
     assert_close(ref, _softmax64(x, dim).astype(np.float32), rel=1e-6, what="reference vs f64")
     assert_close(out, ref, rel=1e-5, what="softmax")
+
+
+def _log_softmax64(x, dim):
+    x = x.astype(np.float64)
+    shifted = x - x.max(axis=dim, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+
+
+@pytest.mark.parametrize("shape,dim", [
+    ((3, 7, 33), -1),
+    ((3, 7, 33), 1),         # strided rows
+    ((2, 1029, 5), 1),       # long strided row
+    ((5, 1), -1),            # rows of one element: 0
+])
+def test_log_softmax(gpu, rng, shape, dim):
+    graph, blob = _graph(shape, dim, op="aten._log_softmax.default")
+    x = (3 * rng.standard_normal(shape) + 200).astype(np.float32)  # exp(200) overflows f32
+    (out,), (ref,) = run_graph_both(graph, blob, [x])
+    assert_close(ref, _log_softmax64(x, dim).astype(np.float32), rel=1e-6,
+                 what="reference vs f64")
+    assert_close(out, ref, rel=1e-5, atol=1e-5, rtol=1e-5, what="log_softmax")
 
 
 def test_softmax_large_values_are_stable(gpu, rng):

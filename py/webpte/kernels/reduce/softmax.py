@@ -1,7 +1,8 @@
-"""aten._softmax.default over any dim: numerically stable, one workgroup per row.
+"""aten._softmax.default and aten._log_softmax.default over any dim: numerically stable,
+one workgroup per row.
 
-The numpy reference computes exp(x - max) in float32, sums in float64 and divides,
-rounding to float32.
+The numpy reference computes exp(x - max) in float32, sums in float64 and divides (or
+subtracts the sum's log from x - max), rounding to float32.
 """
 
 from __future__ import annotations
@@ -47,17 +48,20 @@ def lower(L, call) -> None:
         s //= 2
     groups, grid_row = L.grid(rows, workgroup=1)
     k = L.kernel("reduce/softmax", rows=rows, length=length, inner=inner, workgroup=wg,
-                 strides=strides, grid_row=grid_row, lowest=-F32_MAX)
+                 strides=strides, grid_row=grid_row, lowest=-F32_MAX, log=call.name == _LOG)
     L.dispatch(k, [L.buf(x), L.buf(out)], groups)
 
 
 def reference(R, call) -> None:
     x, out, dims, d, half_to_float = _parse(R.args, call)
     v = R.get(x).reshape(dims).astype(np.float32)
-    e = np.exp(v - v.max(axis=d, keepdims=True))
-    y = e / e.sum(axis=d, keepdims=True, dtype=np.float64)
+    shifted = v - v.max(axis=d, keepdims=True)
+    e = np.exp(shifted)
+    s = e.sum(axis=d, keepdims=True, dtype=np.float64)
+    y = shifted - np.log(s) if call.name == _LOG else e / s
     R.set(out, y.reshape(R.args.tensor(out).dims))
 
 
-UNITS = [OpUnit(("aten._softmax.default",), lower, reference,
-                {"aten._softmax.default": "T i b T"})]
+_LOG = "aten._log_softmax.default"
+UNITS = [OpUnit(("aten._softmax.default", _LOG), lower, reference,
+                {"aten._softmax.default": "T i b T", _LOG: "T i b T"})]
