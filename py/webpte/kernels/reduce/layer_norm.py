@@ -60,7 +60,7 @@ def lower(L, call) -> None:
     strides = [wg >> i for i in range(1, wg.bit_length())]
     groups, grid_row = L.grid(rows, workgroup=1)
     k = L.kernel("reduce/layer_norm", rows=rows, length=length, eps=eps, workgroup=wg,
-                 strides=strides, grid_row=grid_row, has_w=w is not None,
+                 strides=strides, grid_row=grid_row, groups=1, hw=1, has_w=w is not None,
                  has_b=b is not None, has_mean=mean is not None, has_rstd=rstd is not None)
     L.dispatch(k, [L.buf(v) for v in present], groups)
 
