@@ -17,7 +17,7 @@ from .._np import np
 
 WORKGROUP = 64      # keys per tile = invocations per query row's workgroup
 MAX_GROUPS = 65535  # query rows beyond this fold into workgroup y
-NEG = np.float32(-3.0e38)  # the kernel's NEG: below any score
+NEG = -3.0e38       # the kernel's NEG: below any score (a float: numpy may be absent)
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,8 @@ def tiled_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale
 
 def _rows(qr, kk, vv, scale, count, mr, col) -> np.ndarray:
     rows, d = qr.shape
-    m = np.full((rows, 1), NEG, np.float32)
+    neg = np.float32(NEG)
+    m = np.full((rows, 1), neg, np.float32)
     l_sum = np.zeros((rows, 1), np.float32)
     acc = np.zeros((rows, d), np.float32)
     for t0 in range(0, int(count.max()), WORKGROUP):
@@ -118,7 +119,7 @@ def _rows(qr, kk, vv, scale, count, mr, col) -> np.ndarray:
         score = dot * scale
         if mr is not None:
             score = score + mr[:, keys]
-        score = np.where(valid, score, NEG)
+        score = np.where(valid, score, neg)
         m_new = np.maximum(m, score.max(axis=1, keepdims=True))
         p = np.where(valid, np.exp(score - m_new), np.float32(0))
         alpha = np.exp(m - m_new)
