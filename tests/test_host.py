@@ -146,3 +146,59 @@ def test_turn_decisions():
     assert stop_reason(None, 0, 32, 3, c) == "context_full"
     assert stop_reason(2, 0, 10, 3, c) == "stop_token"
     assert stop_reason(7, 0, 10, 3, c) is None
+
+
+# -- hostile model folders: every named file stays inside the folder -----------------------
+
+HOSTILE = [
+    {"decoder": "/etc/passwd"}, {"tokenizer": "../../../../etc"}, {"decoder": "a/../../x.pte"},
+    {"decoder": "https://evil.example/x.pte"}, {"embed_tokens": "C:\\x.bin"},
+    {"vision": "x.pte?x=1"}, {"decoder": "%2e%2e/x.pte"}, {"decoder": ""}, {"decoder": 7},
+    {"embed_scales": "./s.bin"}, {"tokenizer": "tok//x"}, {"decoder": "d\x00.pte"},
+    {"sha256": {"../x": "0" * 64}}, {"hidden_size": 1 << 40}, {"stop_tokens": "x"},
+    {"name": "n" * 1000},
+]
+
+
+@pytest.mark.parametrize("bad", HOSTILE, ids=[repr(h)[:40] for h in HOSTILE])
+def test_meta_files_cannot_name_files_outside_their_folder(tmp_path, bad):
+    import json
+
+    from webpte.host.files import META_NAME, ModelFolderError, folder_manifest
+
+    meta = {"format": "webpte-model/1", "decoder": "d.pte", "embed_tokens": "e.bin",
+            "embed_scales": "s.bin", **bad}
+    (tmp_path / META_NAME).write_text(json.dumps(meta))
+    with pytest.raises(ModelFolderError, match="not a plain relative path|must be|at most"):
+        resolve_model_folder(tmp_path, verify=False)
+    with pytest.raises(ModelFolderError):
+        folder_manifest(META_NAME, meta)      # what the page asks before fetching anything
+
+
+def test_a_symlink_out_of_the_folder_is_refused(tmp_path):
+    import json
+
+    from webpte.host.files import META_NAME, ModelFolderError
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "tokenizer.json").write_text("{}")
+    (outside / "tokenizer_config.json").write_text("{}")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in ("d.pte", "e.bin", "s.bin"):
+        (folder / name).write_bytes(b"x")
+    (folder / "tokenizer").symlink_to(outside)
+    (folder / META_NAME).write_text(json.dumps({
+        "format": "webpte-model/1", "decoder": "d.pte", "embed_tokens": "e.bin",
+        "embed_scales": "s.bin"}))
+    with pytest.raises(ModelFolderError, match="leads outside the model folder"):
+        resolve_model_folder(folder, verify=False)
+
+
+def test_an_oversized_meta_file_is_refused_before_it_is_read(tmp_path):
+    from webpte.host.files import MAX_META_BYTES, META_NAME, ModelFolderError
+
+    (tmp_path / META_NAME).write_bytes(b" " * (MAX_META_BYTES + 1))
+    with pytest.raises(ModelFolderError, match="a meta file is at most"):
+        resolve_model_folder(tmp_path, verify=False)

@@ -74,7 +74,15 @@ export class UrlFolder {
     this.where = base;
   }
 
-  url(name) { return new URL(name, this.base).href; }
+  /** The URL of `name`; a name that would leave the folder's base URL is refused. */
+  url(name) {
+    const href = new URL(name, this.base).href;
+    if (!href.startsWith(this.base) || /(^|\/)\.\.?(\/|$)|[\\?#%:]/.test(name)) {
+      const why = `${name} is not a plain relative path inside the model folder ${this.where}`;
+      throw new ModelFolderError(`${why}; the model's meta file must name files inside its folder`, [why]);
+    }
+    return href;
+  }
 
   /** The bytes of `name`, or null when the server has no such file. */
   async probe(name) {

@@ -31,6 +31,8 @@ from ..errors import WebpteError
 
 META_NAME = "webpte_model.json"
 FORMAT = "webpte-model/1"
+MAX_META_BYTES = 1 << 20          # a meta file is a few hundred bytes; refuse anything huge
+MAX_STOP_TOKENS = 64
 
 # shared/docs/smolvlm-files.md: the published SmolVLM-500M-Instruct q8 WebGPU files.
 SMOLVLM_REPO = "executorch-community/SmolVLM-500M-Instruct-ExecuTorch-WebGPU"
@@ -117,13 +119,57 @@ _WEBPTE_ROLES = (("decoder", True), ("vision", False), ("embed_tokens", True),
                  ("embed_scales", True))
 
 
+def confined_name(name, what: str) -> str | None:
+    """The problem with `name` as a path inside a model folder, or None when it is a plain
+    relative path (`a/b.bin`): no absolute path, drive, URL (`:`, `?`, `#`, `%`-escapes),
+    `..`, `.`, backslash, control character or empty part, so a meta file cannot point
+    outside its folder (natively) or at another origin (in the page, where names are
+    appended to the folder's base URL)."""
+    if not isinstance(name, str) or not name:
+        return f"{META_NAME}: {what} must be a non-empty string, not {name!r:.60}"
+    parts = name.split("/")
+    if (len(name) > 255 or name.startswith("/") or any(c in name for c in "\\:?#%")
+            or any(ord(c) < 32 or c == "\x7f" for c in name)
+            or any(p in ("", ".", "..") for p in parts)):
+        return (f"{META_NAME}: {what} {name!r:.80} is not a plain relative path inside the "
+                f"model folder (no '..', no absolute path, no URL)")
+    return None
+
+
+def _meta_problems(meta: dict) -> list[str]:
+    """Types and bounds of the meta's scalar fields."""
+    problems = []
+    for key in ("name", "sink_token"):
+        if key in meta and not (isinstance(meta[key], str) and len(meta[key]) <= 256):
+            problems.append(f"{META_NAME}: {key!r} must be a string of at most 256 characters")
+    hidden = meta.get("hidden_size")
+    if hidden is not None and not (type(hidden) is int and 0 < hidden <= 1 << 16):
+        problems.append(f"{META_NAME}: hidden_size must be an int in 1..65536, not {hidden!r:.40}")
+    stops = meta.get("stop_tokens", [])
+    if not (isinstance(stops, list) and len(stops) <= MAX_STOP_TOKENS
+            and all(isinstance(t, str) and 0 < len(t) <= 256 for t in stops)):
+        problems.append(f"{META_NAME}: stop_tokens must be a list of at most {MAX_STOP_TOKENS} "
+                        f"non-empty strings")
+    digests = meta.get("sha256", {})
+    if not (isinstance(digests, dict) and all(
+            isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v)
+            for v in digests.values())):
+        problems.append(f"{META_NAME}: sha256 must map file names to 64 hex digits")
+    return problems
+
+
 def webpte_manifest(meta: dict) -> tuple[list[FileSpec], list[str]]:
     """The files a `webpte_model.json` names (with its sha256 values) and the problems of the
-    meta itself. Reads no file: the page uses it before fetching anything."""
+    meta itself. Reads no file: the page uses it before fetching anything. Every name must
+    be a plain relative path inside the folder (`confined_name`)."""
     problems = []
     if meta.get("format") != FORMAT:
-        problems.append(f"{META_NAME} format is {meta.get('format')!r}, expected {FORMAT!r}")
-    digests = meta.get("sha256") or {}
+        problems.append(f"{META_NAME} format is {meta.get('format')!r:.60}, expected {FORMAT!r}")
+    problems += _meta_problems(meta)
+    digests = meta.get("sha256") if isinstance(meta.get("sha256"), dict) else {}
+    for name in digests:
+        if (why := confined_name(name, "a sha256 entry")) is not None:
+            problems.append(why)
     specs = []
     for key, required in _WEBPTE_ROLES:
         name = meta.get(key)
@@ -131,8 +177,15 @@ def webpte_manifest(meta: dict) -> tuple[list[FileSpec], list[str]]:
             if required:
                 problems.append(f"{META_NAME} does not name its {key!r} file")
             continue
+        if (why := confined_name(name, f"{key!r}")) is not None:
+            problems.append(why)
+            continue
         specs.append(FileSpec(name, key, None, digests.get(name)))
-    tok = str(meta.get("tokenizer", "tokenizer")).rstrip("/")
+    tok = meta.get("tokenizer", "tokenizer")
+    tok = tok.rstrip("/") if isinstance(tok, str) else tok
+    if (why := confined_name(tok, "'tokenizer'")) is not None:
+        problems.append(why)
+        return specs, problems
     for file, role in TOKENIZER_FILES:
         name = f"{tok}/{file}"
         specs.append(FileSpec(name, role, None, digests.get(name)))
@@ -179,16 +232,39 @@ def folder_manifest(meta_name: str, meta: dict | None = None, where: str = "the 
     return out
 
 
+def _inside(folder: Path, name: str) -> bool:
+    """`name` resolves (symbolic links followed) to a path inside `folder`."""
+    root = folder.resolve()
+    return (folder / name).resolve().is_relative_to(root)
+
+
 def _webpte_layout(folder: Path, verify: bool) -> ModelFiles:
+    meta_path = folder / META_NAME
+    if meta_path.stat().st_size > MAX_META_BYTES:
+        raise ModelFolderError(folder, [f"{META_NAME} is {meta_path.stat().st_size} bytes; a "
+                                        f"meta file is at most {MAX_META_BYTES}"])
     try:
-        meta = json.loads((folder / META_NAME).read_text())
+        meta = json.loads(meta_path.read_text())
     except (OSError, ValueError) as e:
         raise ModelFolderError(folder, [f"{META_NAME} is not valid JSON: {e}"]) from e
-    specs, problems = webpte_manifest(meta)
+    if not isinstance(meta, dict):
+        raise ModelFolderError(folder, [f"{META_NAME} is not a JSON object"])
+    specs, problems = webpte_manifest(meta)     # names that are not confined are not in specs
     for spec in specs:
-        if not (folder / spec.name).exists():
+        if not _inside(folder, spec.name):
+            problems.append(f"{spec.name} leads outside the model folder (a symbolic link?)")
+        elif not (folder / spec.name).exists():
             tokenizer_file = spec.role.startswith("tokenizer")
             problems.append(f"missing {spec.name}" + ("" if tokenizer_file else f" ({spec.role})"))
+    if verify and not problems:
+        for name, want in meta.get("sha256", {}).items():
+            if not _inside(folder, name) or not (folder / name).is_file():
+                problems.append(f"{name} (in the sha256 table of {META_NAME}) is not a file of "
+                                f"the folder")
+            elif sha256_file(folder / name) != want:
+                problems.append(f"{name} does not match its sha256 in {META_NAME}")
+    if problems:
+        raise ModelFolderError(folder, problems)
 
     def path(key):
         name = meta.get(key)
@@ -200,12 +276,6 @@ def _webpte_layout(folder: Path, verify: bool) -> ModelFiles:
         embed_scales=path("embed_scales"), tokenizer=folder / meta.get("tokenizer", "tokenizer"),
         hidden_size=meta.get("hidden_size"), sink_token=meta.get("sink_token", "<|im_start|>"),
         stop_tokens=list(meta.get("stop_tokens", [])), meta=meta, layout="webpte")
-    if verify and not problems:
-        for name, want in meta.get("sha256", {}).items():
-            if sha256_file(folder / name) != want:
-                problems.append(f"{name} does not match its sha256 in {META_NAME}")
-    if problems:
-        raise ModelFolderError(folder, problems)
     return files
 
 
