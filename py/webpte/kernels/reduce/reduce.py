@@ -44,10 +44,10 @@ def _parse(A, call):
             why = "argmax/argmin with dim=None and keepdim=True"
     else:
         listed = () if A.is_null(call.args[1]) else A.ints(call.args[1])
+        named = [norm_dim(d, rank, call.name) for d in listed]
         # an empty list (or Null) reduces every dim
-        axes = tuple(sorted({norm_dim(d, rank, call.name) for d in listed})) or \
-            tuple(range(len(dims)))
-        if len(set(axes)) != len(listed) and listed:
+        axes = tuple(sorted(set(named))) or tuple(range(len(dims)))
+        if len(set(named)) != len(named):
             why = f"dims {list(listed)} name a dim twice"
         if op in ("sum", "mean") and not A.is_null(call.args[3]):
             why = f"dtype={A.int(call.args[3])} (only the input's float32 is supported)"
@@ -124,16 +124,15 @@ def reference(R, call) -> None:
     op, x, out, dims, axes, keepdim, _ = parsed
     v = R.get(x).reshape(dims)
     if op in ("argmax", "argmin"):
-        flat = v.reshape(-1) if len(axes) != 1 or len(dims) == 1 else None
         pick = np.argmax if op == "argmax" else np.argmin
         # numpy, like torch, returns the first NaN, else the first of equal extremes
-        y = pick(flat) if flat is not None else pick(v, axis=axes[0])
+        y = pick(v, axis=axes[0]) if len(axes) == 1 else pick(v.reshape(-1))
     elif op in ("max", "min"):
         y = (np.max if op == "max" else np.min)(v, axis=axes, keepdims=True)
     else:
         y = v.astype(np.float64).sum(axis=axes, keepdims=True)
         if op == "mean":
-            y = y / max(1, math.prod(dims[a] for a in axes))
+            y = y / math.prod(dims[a] for a in axes)
     R.set(out, np.asarray(y).reshape(R.args.tensor(out).dims))
 
 
