@@ -117,3 +117,11 @@ def test_inline_and_segment_delegates_read_alike():
     assert inline.graph.op_histogram() == segment.graph.op_histogram()
     assert [inline.graph.values[i] for i in inline.input_value_ids()] == \
         [segment.graph.values[i] for i in segment.input_value_ids()]
+
+
+def test_a_method_that_is_not_there_is_an_input_error():
+    from webpte.errors import InputError
+
+    prog = read_program((FIXTURES / "op_catalog" / "add__regular_3d.pte").read_bytes())
+    with pytest.raises(InputError, match=r"program has no method 'forw\\x01'; it has \['forward'\]"):
+        prog.method("forw\x01")

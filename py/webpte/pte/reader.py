@@ -11,7 +11,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 
-from ..errors import PteFormatError
+from ..errors import InputError, PteFormatError
 from ._fb import FbTable, root
 from .graph import Graph
 from .vkgraph import FileBlob, check_dims, read_vk_blob
@@ -104,7 +104,8 @@ class PteProgram:
 
     def method(self, name: str) -> Method:
         if name not in self.methods:
-            raise KeyError(f"program has no method {name!r}; it has {sorted(self.methods)}")
+            raise InputError(f"program has no method {name!r:.80}; it has "
+                             f"{[m[:80] for m in sorted(self.methods)]}")
         return self.methods[name]
 
 
