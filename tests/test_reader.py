@@ -123,5 +123,6 @@ def test_a_method_that_is_not_there_is_an_input_error():
     from webpte.errors import InputError
 
     prog = read_program((FIXTURES / "op_catalog" / "add__regular_3d.pte").read_bytes())
-    with pytest.raises(InputError, match=r"program has no method 'forw\\x01'; it has \['forward'\]"):
+    with pytest.raises(InputError,
+                       match=r"program has no method 'forw\\x01'; it has \['forward'\]"):
         prog.method("forw\x01")
