@@ -83,6 +83,12 @@ def _summary(a: np.ndarray) -> str:
 
 
 def cmd_inspect(args) -> int:
+    if args.manifest == "seed000":
+        from .manifest import seed000_manifest
+
+        out = seed000_manifest(args.program)
+        print(json.dumps(out, indent=2))
+        return 1 if out["graphs_with_breaks"] else 0
     from .program import inspect
 
     print(json.dumps(inspect(args.program), indent=2))
@@ -133,7 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fail when an output's rel-L2 vs the npz reference exceeds this")
     r.set_defaults(func=cmd_run)
     i = sub.add_parser("inspect", help="print a JSON description of a program")
-    i.add_argument("program")
+    i.add_argument("program", help="a .pte file (or, with --manifest, a model folder)")
+    i.add_argument("--manifest", choices=["seed000"], default=None,
+                   help="seed000: a compile manifest per program method (inputs, outputs, "
+                        "device bytes, host graph breaks with reasons); exit 1 on any break")
     i.set_defaults(func=cmd_inspect)
     c = sub.add_parser("conformance", help="run a generated ExecuTorch WebGPU op-test catalog")
     c.add_argument("catalog", help="folder with manifest.json (tools/gen_op_catalog.py)")
