@@ -311,3 +311,22 @@ def test_other_unsupported_forms():
     _position(b, xf, 0)
     with pytest.raises(UnsupportedOpError, match="FLOAT32"):
         lower(b.build([xf], [])[0])
+
+
+# -- sdpa_with_kv_cache on the shared tiled kernel: odd head dims, rows over several tiles ---
+
+@pytest.mark.parametrize("s,hq,hkv,d,ctx,start,causal", [
+    (5, 6, 2, 37, 150, 70, True),     # D not a multiple of 4; the window's keys span 3 tiles
+    (3, 4, 1, 130, 71, 64, True),     # D over two invocations; a row's last tile has 3 keys
+    (1, 3, 3, 5, 200, 131, False),    # decode step, non-causal form
+])
+def test_sdpa_odd_head_dims_and_tiles(gpu, rng, s, hq, hkv, d, ctx, start, causal):
+    g, blob, _, _ = _sdpa_graph(s, hq, hkv, d, ctx, prefill=start, causal=causal)
+    steps = [(0, *_sdpa_inputs(rng, 0, start, hq, hkv, d)[1:]),
+             (start, *_sdpa_inputs(rng, start, s, hq, hkv, d)[1:])]
+    xs = [np.array([0])] + list(steps[0][1:]) + [np.array([start])] + list(steps[1][1:])
+    native, ref = run_graph_both(g, blob, xs)
+    plain = _plain_attention(steps, hq, hkv, d, ctx, causal)[0]
+    for i, (a, r, p) in enumerate(zip(native, ref, plain)):
+        assert_close(r, p.astype(F32), rel=2e-6, what=f"reference vs plain attention, out {i}")
+        assert_close(a, r, rel=1e-5, what=f"sdpa output {i} (D={d}, ctx={ctx})")
