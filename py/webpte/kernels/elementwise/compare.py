@@ -16,8 +16,6 @@ from .unary import lower_unary, to_f32, to_storage_array
 
 _CMP = ("eq", "ne", "lt", "le", "gt", "ge")
 _OPS = {f"aten.{c}.{form}": c for c in _CMP for form in ("Tensor", "Scalar")}
-_NUMPY = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-          "gt": np.greater, "ge": np.greater_equal}
 
 
 def element(A, call) -> Element:
@@ -50,7 +48,9 @@ def reference(R, call) -> None:
     x = R.get(e.inputs[0]).astype(ty)
     y = ty(e.params["scalar"]) if len(e.inputs) == 1 else R.get(e.inputs[1]).astype(ty)
     to = R.args.tensor(e.out)
-    r = np.broadcast_to(_NUMPY[e.op](x, y), to.dims)
+    f = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+         "gt": np.greater, "ge": np.greater_equal}[e.op]
+    r = np.broadcast_to(f(x, y), to.dims)
     R.set(e.out, to_storage_array(r.astype(np.int32), storage_of(to)))
 
 

@@ -18,9 +18,6 @@ from .unary import lower_unary, to_storage_array
 _OPS = {**{f"aten.logical_{op}.default": f"logical_{op}" for op in ("and", "or", "xor", "not")},
         **{f"aten.bitwise_{op}.Tensor": f"bitwise_{op}" for op in ("and", "or", "xor")},
         "aten.bitwise_not.default": "bitwise_not", "aten.where.self": "where"}
-_NUMPY = {"logical_and": np.logical_and, "logical_or": np.logical_or,
-          "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
-          "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
 
 
 def element(A, call) -> Element:
@@ -58,7 +55,10 @@ def apply(op: str, xs: list[np.ndarray]) -> np.ndarray:
         return (xs[0] == 0).astype(np.int32)
     if op == "bitwise_not":
         return np.invert(xs[0])
-    r = _NUMPY[op](xs[0], xs[1])
+    f = {"logical_and": np.logical_and, "logical_or": np.logical_or,
+         "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
+         "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}[op]
+    r = f(xs[0], xs[1])
     return r.astype(np.int32) if op.startswith("logical") else r
 
 
