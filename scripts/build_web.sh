@@ -2,7 +2,8 @@
 # Build dist/: the web front end (web/*.js), the Pyodide core (from node_modules/pyodide),
 # the wheels the worker installs (webpte, jinja2, markupsafe, flatbuffers) and their lock
 # file, and the tokenizer library (@huggingface/tokenizers, one dependency-free ES module, in
-# dist/vendor/). Everything is local: a static server can host dist/ with no CDN.
+# dist/vendor/). Everything is local: a static server can host dist/ with no CDN. dist/ is also
+# what the npm package ships (package.json `files`), with the declarations in types/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,14 @@ JINJA2=3.1.6
 MARKUPSAFE=3.0.3
 FLATBUFFERS=25.12.19
 PYODIDE_BUILD=0.39.2
+
+# The npm package and the Python package carry one version.
+PY_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)
+NPM_VERSION=$(node -p 'require("./package.json").version')
+if [ "$PY_VERSION" != "$NPM_VERSION" ]; then
+  echo "build_web: package.json is version $NPM_VERSION, pyproject.toml $PY_VERSION; keep them in step" >&2
+  exit 1
+fi
 
 find_python() {
   for cand in "${WEB_PY:-}" python3.13 python3.12 \
@@ -67,6 +76,14 @@ for f in pyodide.mjs pyodide.asm.mjs pyodide.asm.wasm python_stdlib.zip; do
   cp "node_modules/pyodide/$f" "$DIST/pyodide/"
 done
 cp web/*.js "$DIST/"
+# web/assets.js names every wheel by a literal URL (bundlers must see the names): check it.
+LISTED=$(grep -o "new URL('./wheels/[^']*\.whl'" web/assets.js | sed "s|new URL('./wheels/||; s|'$||" | sort)
+BUILT=$(cd "$DIST/wheels" && ls *.whl | sort)
+if [ "$LISTED" != "$BUILT" ]; then
+  echo "build_web: web/assets.js lists the wheels" $LISTED "but dist/wheels/ holds" $BUILT "; update web/assets.js" >&2
+  exit 1
+fi
+npm run -s types
 cp "$TOKENIZERS/dist/tokenizers.mjs" "$DIST/vendor/tokenizers.mjs"
 cp "$TOKENIZERS/LICENSE" "$DIST/vendor/tokenizers.LICENSE"
 echo "built $DIST/: $(du -sh "$DIST" | cut -f1), wheels: $(cd "$DIST/wheels" && ls *.whl | tr '\n' ' ')"

@@ -1,13 +1,13 @@
 // Typed errors of webpte in the page. Names match the Python classes (py/webpte/errors.py)
 // so an error raised by the planner in the worker arrives in the page as the same class.
-// Every message says what went wrong and what to do.
+// Every message says what went wrong and what to do. Each class's `name` is the string key of
+// CLASSES below (set on its prototype), not the constructor's own name, which minifiers rename.
 
 /** Base class of every error webpte raises on purpose. */
 export class WebpteError extends Error {
   /** @param {string} message @param {object} [options] */
   constructor(message, options) {
     super(message, options);
-    this.name = new.target.name;
   }
 }
 
@@ -89,6 +89,9 @@ const CLASSES = {
   NoWebGPUError, AdapterLimitsError, DeviceLostError, DisposedError, WorkerError,
   ContextFullError, TemplateError, ModelFolderError, HashMismatchError, QuotaError,
 };
+for (const [name, cls] of Object.entries(CLASSES)) {
+  Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });
+}
 
 /**
  * An error as plain data for postMessage: `{name, message, ...detail}`.

@@ -59,21 +59,25 @@ export async function loadProgram(source, { method = 'forward', plan = null, fus
   return new Program(client, info);
 }
 
+/** @typedef {{dtype: string, shape: number[], storage: string, name: string}} TensorSpec */
+
 /** A loaded method. Make it with `loadProgram`. */
 export class Program {
   /** @private */
   constructor(client, info) {
+    /** @private */
     this.client = client;
+    /** @private @type {number} */
     this.handle = info.handle;
-    /** Method name. */
+    /** Method name. @type {string} */
     this.method = info.method;
-    /** What run() takes: `[{dtype, shape, storage, name}]`. */
+    /** What run() takes. @type {TensorSpec[]} */
     this.inputs = info.inputs;
-    /** What run() gives: `[{dtype, shape, storage, name}]`. */
+    /** What run() gives. @type {TensorSpec[]} */
     this.outputs = info.outputs;
-    /** Positions of a windowed decoder's context, or null. */
+    /** Positions of a windowed decoder's context, or null. @type {number | null} */
     this.maxContext = info.max_context;
-    /** Load statistics: file_bytes, bytes_read_by_python, dispatches, *_ms timings. */
+    /** Load statistics: file_bytes, bytes_read_by_python, dispatches, *_ms timings. @type {Record<string, any>} */
     this.stats = info.stats;
     this.disposed = false;
   }

@@ -14,6 +14,42 @@ import { DisposedError, InputError } from './errors.js';
 import { imagePixels } from './image.js';
 
 /**
+ * @typedef {object} TextEvent a piece of the answer
+ * @property {'text'} type
+ * @property {string} text
+ */
+/**
+ * @typedef {object} DoneEvent the end of a turn
+ * @property {'done'} type
+ * @property {number[]} tokenIds generated ids
+ * @property {string} text the whole answer
+ * @property {number} promptRows positions of the conversation's prompt
+ * @property {number} reusedRows positions kept in the KV cache from earlier turns
+ * @property {number} computedRows prompt positions fed through the decoder
+ * @property {number} prefillWindows
+ * @property {number} newTokens
+ * @property {number} prefillTokensPerSecond
+ * @property {number} decodeTokensPerSecond
+ * @property {number} prefillSeconds
+ * @property {number} decodeSeconds
+ * @property {number} visionSeconds
+ * @property {number} samplingSeconds of decodeSeconds, in the Python sampler
+ * @property {'stop_token' | 'stop_sequence' | 'max_new_tokens' | 'context_full' | 'aborted'} stopReason
+ */
+/** @typedef {TextEvent | DoneEvent} GenerateEvent */
+/**
+ * @typedef {object} Capabilities what `checkCapabilities` finds
+ * @property {boolean} webgpu
+ * @property {{vendor: string, architecture: string, device: string, description: string,
+ *   isFallbackAdapter: boolean} | null} adapter
+ * @property {Record<string, number>} limits
+ * @property {string[]} features
+ * @property {string[]} wgslFeatures
+ * @property {string[]} problems why models cannot run here (empty: they can)
+ * @property {string[]} warnings what will be slow or not kept
+ */
+
+/**
  * Load a model folder into the page's webpte worker: fetch (or read) every file, check the
  * pinned sha256 values, boot Python, plan and upload the programs.
  *
@@ -64,22 +100,24 @@ export async function loadModel(source, { onProgress, verify = true, cache = tru
 export class Model {
   /** @private */
   constructor(client, info) {
+    /** @private */
     this.client = client;
+    /** @private @type {number} */
     this.handle = info.handle;
-    /** Name from the meta file. */
+    /** Name from the meta file. @type {string} */
     this.name = info.name;
-    /** 'webpte' or 'smolvlm' (the folder layout). */
+    /** 'webpte' or 'smolvlm' (the folder layout). @type {string} */
     this.layout = info.layout;
-    /** Whether the model takes an image (it has a vision program). */
+    /** Whether the model takes an image (it has a vision program). @type {boolean} */
     this.hasVision = info.vision;
-    /** [height, width] the vision program takes, or null. */
+    /** [height, width] the vision program takes, or null. @type {[number, number] | null} */
     this.imageSize = info.imageSize;
-    /** Positions of the decoder's context (prompt + answer of every turn of a conversation). */
+    /** Positions of the decoder's context (prompt + answer of every turn of a conversation). @type {number} */
     this.maxContext = info.maxContext;
-    /** Load statistics (ms): fetch_ms, load_ms, per program plan/upload/pipelines timings. */
+    /** Load statistics (ms): fetch_ms, load_ms, per program plan/upload/pipelines timings. @type {Record<string, any>} */
     this.stats = info.stats;
     this.disposed = false;
-    /** @type {Set<AbortController>} generations in flight (dispose stops them) */
+    /** @private @type {Set<AbortController>} generations in flight (dispose stops them) */
     this.running = new Set();
   }
 
@@ -103,7 +141,7 @@ export class Model {
    * @param {number} [options.repetitionPenalty] default 1 (none)
    * @param {number} [options.seed] seed of the sampler (same seed, same tokens)
    * @param {AbortSignal} [options.signal] stops generation: the done event says 'aborted'
-   * @returns {AsyncGenerator<object>}
+   * @returns {AsyncGenerator<GenerateEvent>}
    * @throws {ContextFullError | InputError | TemplateError | DeviceLostError | DisposedError}
    */
   async *generate({ prompt, image = null, maxNewTokens = 256, temperature = 0, topK = 0, topP = 1,
@@ -182,11 +220,12 @@ const WEBGPU_HINT = 'use a WebGPU browser (Chrome/Edge 113+, Safari 26+, Firefox
  * problems, warnings}`. `problems` says why models cannot run here (empty: they can);
  * `warnings` what will be slow or not kept (a software adapter, no Cache API).
  * @param {{gpu?: GPU}} [options]
- * @returns {Promise<object>}
+ * @returns {Promise<Capabilities>}
  */
 export async function checkCapabilities({ gpu = globalThis.navigator?.gpu } = {}) {
   const problems = [];
   const warnings = [];
+  /** @type {Capabilities} */
   const out = { webgpu: false, adapter: null, limits: {}, features: [], wgslFeatures: [], problems, warnings };
   if (globalThis.isSecureContext === false) problems.push(`this page is not a secure context: ${WEBGPU_HINT}`);
   if (typeof Worker === 'undefined') problems.push('this browser has no Web Workers; webpte runs models in one');

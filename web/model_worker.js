@@ -3,6 +3,7 @@
 // generate, resetModel and disposeModel. Python decides; this module moves tokens, embeddings
 // and logits between the tokenizer, the executors and Python.
 
+import { tokenizersURL } from './assets.js';
 import { DisposedError, InputError, ModelFolderError } from './errors.js';
 import { EmbeddingTable, PromptRows } from './embeddings.js';
 import { LocalFolder, UrlFolder, findMeta, readModelFiles } from './files.js';
@@ -12,7 +13,7 @@ import { TextStream, TextTokenizer } from './tokenizer.js';
 
 let tokenizerLib = null;
 function tokenizerClass() {
-  tokenizerLib ??= import(new URL('./vendor/tokenizers.mjs', import.meta.url).href).then((m) => m.Tokenizer);
+  tokenizerLib ??= import(/* webpackIgnore: true */ tokenizersURL()).then((m) => m.Tokenizer);
   tokenizerLib.catch(() => { tokenizerLib = null; });
   return tokenizerLib;
 }

@@ -1,11 +1,11 @@
 // What the worker's request handlers share: Pyodide (booted once, from the bundled wheels),
 // one GPUDevice, and loading a method (plan in Python or a given plan -> Executor).
 
+import { lockFileURL, pyodideFiles, wheelURLs } from './assets.js';
 import { Executor, checkLimits, requestDevice } from './executor.js';
 import { WebpteError, WorkerError, errorFromWire } from './errors.js';
 import { parsePlan } from './plan.js';
 
-const BASE = new URL('./', import.meta.url);
 let python = null; // Promise of {pyodide, glue, boot_ms}
 let device = null; // Promise<GPUDevice>, shared by the programs of this worker
 
@@ -24,15 +24,24 @@ export function bootPython(emit) {
   python ??= (async () => {
     const t0 = performance.now();
     emit({ stage: 'python' });
+    const files = pyodideFiles();
     let loadPyodide;
+    let createPyodideModule;
+    let lockFileContents;
     try {
-      ({ loadPyodide } = await import(new URL('pyodide/pyodide.mjs', BASE).href));
+      ({ loadPyodide } = await import(/* webpackIgnore: true */ files.loader));
+      ({ default: createPyodideModule } = await import(/* webpackIgnore: true */ files.module));
+      lockFileContents = bundledLock(await (await fetch(lockFileURL())).json());
     } catch (err) {
-      throw new WorkerError(`the Pyodide core is missing next to worker.js (${err.message}); serve the whole dist/ built by \`npm run build\``);
+      throw new WorkerError(`the Pyodide core or the bundled wheels could not be loaded (${err.message}); `
+        + 'serve every file of the webpte package (dist/ of `npm run build`): with Vite, add '
+        + "`optimizeDeps: { exclude: ['webpte'] }` to vite.config");
     }
     const pyodide = await loadPyodide({
-      indexURL: new URL('pyodide/', BASE).href,
-      lockFileURL: new URL('wheels/pyodide-lock.json', BASE).href,
+      indexURL: indexURL(files.wasm),
+      stdLibURL: files.stdlib,
+      createPyodideModule,
+      lockFileContents,
       packages: ['webpte'],
       stdout: (s) => console.log(`[python] ${s}`),
       stderr: (s) => console.warn(`[python] ${s}`),
@@ -42,6 +51,35 @@ export function bootPython(emit) {
   })();
   python.catch(() => { python = null; });
   return python;
+}
+
+/**
+ * Pyodide's indexURL given where the wasm binary is: Pyodide fetches `${indexURL}pyodide.asm.wasm`
+ * (the other core files are passed by URL). A bundler may have renamed the binary
+ * (`assets/pyodide.asm-1a2b.wasm`): then the name Pyodide appends goes into the query string.
+ * @param {string} wasm
+ */
+export function indexURL(wasm) {
+  const name = 'pyodide.asm.wasm';
+  const query = wasm.includes('?');
+  if (!query && wasm.endsWith(`/${name}`)) return wasm.slice(0, -name.length);
+  return `${wasm}${query ? '&' : '?'}`;
+}
+
+/**
+ * The bundled lock file with every wheel's `file_name` replaced by the URL the bundler gave it.
+ * @param {{packages: Record<string, {file_name: string}>}} lock
+ */
+export function bundledLock(lock) {
+  const urls = wheelURLs();
+  const packages = {};
+  for (const [name, pkg] of Object.entries(lock.packages)) {
+    if (!Object.hasOwn(urls, pkg.file_name)) {
+      throw new WorkerError(`the lock file names ${pkg.file_name}, which web/assets.js does not list; rebuild the package`);
+    }
+    packages[name] = { ...pkg, file_name: urls[pkg.file_name] };
+  }
+  return { ...lock, packages };
 }
 
 /** A Python failure that is not a webpte error: a bug to report, with where it happened. */

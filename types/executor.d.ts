@@ -1,0 +1,98 @@
+/**
+ * Check `needed` (plan.limits, snake_case) against `have` (GPUSupportedLimits or a plain
+ * object); returns the camelCase limits to request. min* limits must be at most the need.
+ * @param {Record<string, number>} needed
+ * @param {Record<string, number>} have
+ * @returns {Record<string, number>}
+ * @throws {AdapterLimitsError}
+ */
+export function checkLimits(needed: Record<string, number>, have: Record<string, number>): Record<string, number>;
+/**
+ * Check that the WGSL language features a plan's kernels use are all in `have`
+ * (`navigator.gpu.wgslLanguageFeatures`, a set-like; skipped when the browser lists none).
+ * @param {string[]} needed
+ * @param {{has: (name: string) => boolean} | undefined} have
+ * @throws {PlanError}
+ */
+export function checkFeatures(needed: string[], have: {
+    has: (name: string) => boolean;
+} | undefined): void;
+/**
+ * A WebGPU device whose limits cover `needed` (plan.limits). It asks the adapter for its
+ * maxima of the requestable limits, like the native device, so one device serves several
+ * plans.
+ * @param {Record<string, number>} [needed]
+ * @param {{gpu?: GPU, powerPreference?: GPUPowerPreference}} [options]
+ * @returns {Promise<GPUDevice>}
+ * @throws {NoWebGPUError | AdapterLimitsError | AdapterError}
+ */
+export function requestDevice(needed?: Record<string, number>, { gpu, powerPreference }?: {
+    gpu?: GPU;
+    powerPreference?: GPUPowerPreference;
+}): Promise<GPUDevice>;
+export function limitName(name: string): string;
+/**
+ * A Plan made real on one GPUDevice. Make it with `Executor.create`.
+ */
+export class Executor {
+    /**
+     * Create every buffer, pipeline and bind group of `plan` and upload its constants.
+     * @param {string | object} plan Plan.to_json() text or object
+     * @param {ArrayBuffer | ArrayBufferView | null} fileBytes the program file (constant ranges
+     *   are uploaded from it directly); null if the plan has no file-initialised buffers
+     * @param {{device?: GPUDevice, gpu?: GPU, poison?: boolean, onStage?: (stage: string) => void}} [options]
+     *   `device` to share one device between programs; `poison` fills activations/outputs with
+     *   NaNs (tests); `onStage('compile')` is called when the uploads are issued and the kernels
+     *   start compiling
+     * @returns {Promise<Executor>}
+     * @throws {PlanError | AdapterError}
+     */
+    static create(plan: string | object, fileBytes: ArrayBuffer | ArrayBufferView | null, { device, gpu, poison, onStage }?: {
+        device?: GPUDevice;
+        gpu?: GPU;
+        poison?: boolean;
+        onStage?: (stage: string) => void;
+    }): Promise<Executor>;
+    /** @private */
+    private constructor();
+    plan: any;
+    device: any;
+    buffers: any[];
+    pipelines: any[];
+    bindGroups: any[];
+    staging: any[];
+    lost: any;
+    disposed: boolean;
+    timings: {
+        buffers_ms: number;
+        pipelines_ms: number;
+        bind_groups_ms: number;
+    };
+    tail: Promise<void>;
+    /** Method inputs: `[{buffer, dtype, shape, storage, name}]`. */
+    get inputs(): any;
+    /** Method outputs: `[{buffer, dtype, shape, storage, name}]`. */
+    get outputs(): any;
+    /**
+     * Run one call: write `inputs`, dispatch the whole plan in one compute pass, read the
+     * outputs. Calls are serialised; state (KV caches) persists until `reset()`.
+     * @param {Array<ArrayBufferView | {data: ArrayBufferView, shape: number[]}>} inputs in the
+     *   method's order (see `inputs`); int64 inputs may be BigInt64Array (narrowed to int32)
+     * @returns {Promise<ArrayBufferView[]>} one TypedArray per output, of the output's dtype
+     * @throws {InputError | DeviceLostError | DisposedError | PlanError}
+     */
+    run(inputs: Array<ArrayBufferView | {
+        data: ArrayBufferView;
+        shape: number[];
+    }>): Promise<ArrayBufferView[]>;
+    /**
+     * Zero the persistent state (KV caches), after the calls already made.
+     * @returns {Promise<void>}
+     */
+    reset(): Promise<void>;
+    /** Fill activation and output buffers with a NaN pattern (tests: catches unwritten elements). */
+    poison(word?: number): void;
+    /** Free every GPU resource of this program (the device stays, it may be shared). */
+    dispose(): void;
+    #private;
+}

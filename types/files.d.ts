@@ -1,0 +1,77 @@
+/** sha256 of `bytes` as lowercase hex. @param {ArrayBuffer | ArrayBufferView} bytes */
+export function sha256Hex(bytes: ArrayBuffer | ArrayBufferView): Promise<string>;
+/**
+ * GET `url` as an ArrayBuffer, reporting each chunk: `onBytes(n, total)` (total 0 when the
+ * body is encoded or has no Content-Length). A 404 throws MissingFile.
+ * @param {string} url @param {(n: number, total: number) => void} [onBytes]
+ * @returns {Promise<ArrayBuffer>}
+ * @throws {InputError}
+ */
+export function fetchBody(url: string, onBytes?: (n: number, total: number) => void): Promise<ArrayBuffer>;
+/**
+ * Find the folder's meta file: `{name, bytes}` of the first of META_NAMES present (for the
+ * SmolVLM layout a local folder may hold only `smolvlm_decoder_q8.pte`), or null.
+ * @param {UrlFolder | LocalFolder} folder
+ */
+export function findMeta(folder: UrlFolder | LocalFolder): Promise<{
+    name: string;
+    bytes: ArrayBuffer;
+}>;
+/**
+ * Read every file of `specs` (`[{name, size, sha256}]`, web_glue.model_manifest) from
+ * `folder`, check sizes and pinned sha256 values, and cache verified pinned files of a URL
+ * folder. Files already in hand (`have`, e.g. the meta file probed first) are not read again.
+ * A cached entry that fails its hash is dropped and fetched again; a fetched or local file
+ * that fails it throws HashMismatchError and is neither used nor cached.
+ * Events: `fetch` then `verify` ({file, loaded, total, fileLoaded, fileTotal, etaSeconds}).
+ * @param {UrlFolder | LocalFolder} folder
+ * @param {{name: string, size?: number | null, sha256?: string | null}[]} specs
+ * @param {{verify?: boolean, cache?: boolean, emit?: (e: object) => void, have?: Map<string, ArrayBuffer>}} [options]
+ * @returns {Promise<Map<string, ArrayBuffer>>}
+ * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError}
+ */
+export function readModelFiles(folder: UrlFolder | LocalFolder, specs: {
+    name: string;
+    size?: number | null;
+    sha256?: string | null;
+}[], { verify, cache, emit, have }?: {
+    verify?: boolean;
+    cache?: boolean;
+    emit?: (e: object) => void;
+    have?: Map<string, ArrayBuffer>;
+}): Promise<Map<string, ArrayBuffer>>;
+/** Cache API name; bump the version when the way entries are stored changes. */
+export const CACHE_NAME: "webpte-models-v1";
+/** Meta files that identify a folder's layout, in the order they are looked for. */
+export const META_NAMES: readonly string[];
+/** A model folder at a base URL: file `name` is `${base}${name}`. */
+export class UrlFolder {
+    /** @param {string} base absolute URL ending in '/' */
+    constructor(base: string);
+    base: string;
+    where: string;
+    /** The URL of `name`; a name that would leave the folder's base URL is refused. */
+    url(name: any): string;
+    /** The bytes of `name`, or null when the server has no such file. */
+    probe(name: any): Promise<ArrayBuffer>;
+    /** @param {string} name @param {(n: number, total: number) => void} onBytes */
+    read(name: string, onBytes: (n: number, total: number) => void): Promise<ArrayBuffer>;
+}
+/**
+ * A local folder: File objects (from `<input webkitdirectory>` or a drop), matched by their
+ * relative path (`webkitRelativePath`, else the name): `tokenizer/tokenizer.json` matches
+ * `MyModel/tokenizer/tokenizer.json`, or a lone `tokenizer.json` when only one file has that name.
+ */
+export class LocalFolder {
+    /** @param {File[]} files */
+    constructor(files: File[]);
+    files: {
+        file: File;
+        path: string;
+    }[];
+    where: string;
+    /** The File for `name`, or null. @param {string} name */
+    find(name: string): File;
+    probe(name: any): Promise<ArrayBuffer>;
+    read(name: any, onBytes: any): Promise<ArrayBuffer>;
+}

@@ -1,0 +1,79 @@
+/**
+ * Load one method of a `.pte` program: fetch it, plan it in Python, upload it to the GPU.
+ * @param {string | URL | ArrayBuffer | ArrayBufferView | Blob} source a URL (fetched by the
+ *   worker), the file's bytes (copied to the worker), or a File/Blob
+ * @param {object} [options]
+ * @param {string} [options.method] method name (default "forward")
+ * @param {string | object} [options.plan] a plan made earlier (`Plan.to_json()`, e.g. cached by
+ *   the file's sha256): skips Python entirely
+ * @param {(event: {stage: string, loaded?: number, total?: number}) => void} [options.onProgress]
+ *   stages: fetch, python, plan, upload, compile, ready
+ * @param {boolean} [options.transfer] move an ArrayBuffer source to the worker instead of
+ *   copying it (it is detached here afterwards; saves a copy of a large file)
+ * @param {'all' | 'elementwise' | 'none'} [options.fusion] how much the planner fuses:
+ *   everything (default), elementwise chains only, or nothing (one dispatch per op)
+ * @param {boolean} [options.poison] fill activations/outputs with NaNs first (tests)
+ * @returns {Promise<Program>}
+ * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | InputError | WorkerError}
+ */
+export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView | Blob, { method, plan, fusion, onProgress, transfer, poison }?: {
+    method?: string;
+    plan?: string | object;
+    onProgress?: (event: {
+        stage: string;
+        loaded?: number;
+        total?: number;
+    }) => void;
+    transfer?: boolean;
+    fusion?: "all" | "elementwise" | "none";
+    poison?: boolean;
+}): Promise<Program>;
+export { parsePlan } from "./plan.js";
+export { CACHE_NAME } from "./files.js";
+/** @typedef {{dtype: string, shape: number[], storage: string, name: string}} TensorSpec */
+/** A loaded method. Make it with `loadProgram`. */
+export class Program {
+    /** @private */
+    private constructor();
+    /** @private */
+    private client;
+    /** @private @type {number} */
+    private handle;
+    /** Method name. @type {string} */
+    method: string;
+    /** What run() takes. @type {TensorSpec[]} */
+    inputs: TensorSpec[];
+    /** What run() gives. @type {TensorSpec[]} */
+    outputs: TensorSpec[];
+    /** Positions of a windowed decoder's context, or null. @type {number | null} */
+    maxContext: number | null;
+    /** Load statistics: file_bytes, bytes_read_by_python, dispatches, *_ms timings. @type {Record<string, any>} */
+    stats: Record<string, any>;
+    disposed: boolean;
+    /**
+     * Run one call. Inputs are checked (count, element count or `{data, shape}` shape, dtype,
+     * int64 range, context) before the GPU; state persists across calls until `reset()`.
+     * @param {Array<ArrayBufferView | {data: ArrayBufferView, shape: number[]}>} inputs
+     * @returns {Promise<ArrayBufferView[]>} one TypedArray per output (int64 -> BigInt64Array)
+     * @throws {InputError | DeviceLostError | DisposedError}
+     */
+    run(inputs: Array<ArrayBufferView | {
+        data: ArrayBufferView;
+        shape: number[];
+    }>): Promise<ArrayBufferView[]>;
+    /** Zero persistent state (KV caches). @returns {Promise<void>} */
+    reset(): Promise<void>;
+    /** Free this program's GPU memory. @returns {Promise<void>} */
+    dispose(): Promise<void>;
+    #private;
+}
+export type TensorSpec = {
+    dtype: string;
+    shape: number[];
+    storage: string;
+    name: string;
+};
+export { WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError, AdapterError, NoWebGPUError, AdapterLimitsError, DeviceLostError, DisposedError, WorkerError, ContextFullError, TemplateError, ModelFolderError, HashMismatchError, QuotaError } from "./errors.js";
+export { Executor, requestDevice } from "./executor.js";
+export { runtimeInfo, terminate } from "./client.js";
+export { loadModel, Model, checkCapabilities } from "./model.js";

@@ -1,0 +1,58 @@
+/**
+ * Parse (if a string) and validate a Plan. `fileSize`, when given, bounds file byte ranges.
+ * @param {string | object} planOrJson Plan.to_json() text or its parsed object
+ * @param {{fileSize?: number}} [options]
+ * @returns {object} the plan object (fields as in Python: buffers, kernels, dispatches, ...)
+ * @throws {PlanError}
+ */
+export function parsePlan(planOrJson: string | object, { fileSize }?: {
+    fileSize?: number;
+}): object;
+/**
+ * A host input -> the bytes its buffer holds: Uint8Array padded to a multiple of 4 bytes.
+ * `value` is a TypedArray (its length must be the method's element count) or
+ * `{data: TypedArray, shape: number[]}` (the shape must match exactly). Integer inputs are
+ * narrowed (int64 BigInt64Array -> int32) with a range check.
+ * @param {ArrayBufferView | {data: ArrayBufferView, shape: number[]}} value
+ * @param {{dtype: string, shape: number[], storage: string}} spec
+ * @param {string} what e.g. "input 0", for messages
+ * @returns {Uint8Array}
+ * @throws {InputError}
+ */
+export function toStorage(value: ArrayBufferView | {
+    data: ArrayBufferView;
+    shape: number[];
+}, spec: {
+    dtype: string;
+    shape: number[];
+    storage: string;
+}, what: string): Uint8Array;
+/**
+ * Bytes read back from an output buffer -> the host TypedArray of the output's dtype
+ * (int64 outputs come back as BigInt64Array, bool as Uint8Array of 0/1).
+ * @param {ArrayBuffer} raw at least storageBytes(spec) bytes
+ * @param {{dtype: string, shape: number[], storage: string}} spec
+ * @returns {ArrayBufferView}
+ */
+export function fromStorage(raw: ArrayBuffer, spec: {
+    dtype: string;
+    shape: number[];
+    storage: string;
+}): ArrayBufferView;
+export const PLAN_VERSION: 1;
+/** Host dtype name -> the TypedArray class a method input/output uses in the page. */
+export const DTYPE_ARRAYS: Readonly<{
+    float32: Float32ArrayConstructor;
+    float64: Float64ArrayConstructor;
+    int32: Int32ArrayConstructor;
+    int64: BigInt64ArrayConstructor;
+    int16: Int16ArrayConstructor;
+    int8: Int8ArrayConstructor;
+    uint8: Uint8ArrayConstructor;
+    uint16: Uint16ArrayConstructor;
+    uint32: Uint32ArrayConstructor;
+    bool: Uint8ArrayConstructor;
+}>;
+export function numel(shape: number[]): number;
+export function storageBytes(io: any): number;
+export function describeIO(io: any): string;

@@ -1,0 +1,64 @@
+/**
+ * Boot Pyodide once (emits `{stage: 'python'}` the first time) and import webpte.web_glue.
+ * @param {(e: object) => void} emit
+ * @returns {Promise<{pyodide: any, glue: any, boot_ms: number}>}
+ */
+export function bootPython(emit: (e: object) => void): Promise<{
+    pyodide: any;
+    glue: any;
+    boot_ms: number;
+}>;
+/**
+ * Pyodide's indexURL given where the wasm binary is: Pyodide fetches `${indexURL}pyodide.asm.wasm`
+ * (the other core files are passed by URL). A bundler may have renamed the binary
+ * (`assets/pyodide.asm-1a2b.wasm`): then the name Pyodide appends goes into the query string.
+ * @param {string} wasm
+ */
+export function indexURL(wasm: string): string;
+/**
+ * The bundled lock file with every wheel's `file_name` replaced by the URL the bundler gave it.
+ * @param {{packages: Record<string, {file_name: string}>}} lock
+ */
+export function bundledLock(lock: {
+    packages: Record<string, {
+        file_name: string;
+    }>;
+}): {
+    packages: {};
+};
+/** A Python failure that is not a webpte error: a bug to report, with where it happened. */
+export function pythonBug(err: any, what: any): WebpteError;
+/**
+ * Call a web_glue function answering `{"ok": value}` / `{"error": {...}}` JSON: the value, or
+ * the typed error (same class name as in Python).
+ * @param {() => string} call @param {string} what for messages
+ */
+export function callPy(call: () => string, what: string): any;
+/**
+ * The worker's GPUDevice, made once with limits covering `needed` (plan.limits).
+ * @param {Record<string, number>} needed
+ */
+export function sharedDevice(needed: Record<string, number>): Promise<any>;
+/**
+ * Plan (in Python, unless `plan` is given) and upload one method of a program file.
+ * Emits plan, upload, compile (kernels), but not ready.
+ * @param {ArrayBuffer} bytes the .pte file
+ * @param {{method?: string, plan?: string | object | null, fusion?: string, poison?: boolean,
+ *   emit: (e: object) => void}} options
+ * @returns {Promise<{executor: Executor, positionInput: number[] | null, stats: object}>}
+ */
+export function loadExecutor(bytes: ArrayBuffer, { method, plan, fusion, poison, emit }: {
+    method?: string;
+    plan?: string | object | null;
+    fusion?: string;
+    poison?: boolean;
+    emit: (e: object) => void;
+}): Promise<{
+    executor: Executor;
+    positionInput: number[] | null;
+    stats: object;
+}>;
+export function pythonStarted(): boolean;
+export function currentDevice(): Promise<GPUDevice> | null;
+import { WebpteError } from './errors.js';
+import { Executor } from './executor.js';
