@@ -11,7 +11,9 @@ cases whose files are already there). The manifest format is the generator's own
     python tools/gen_op_catalog.py --output tests/fixtures/op_catalog --subset smallest
 
 `--subset smallest` keeps, per op, the one case with the fewest input and output elements
-(the committed CI subset).
+(the committed CI subset). `--merge SRC [SRC ...]` joins catalogs generated in parts (e.g.
+two runs on disjoint `--ops`) into `--output`, without torch; the first source holding a
+case wins.
 """
 
 from __future__ import annotations
@@ -49,6 +51,29 @@ def _selected_cases(ops, subset: str | None):
             yield op, suite, case
 
 
+def merge(out: Path, sources: list[Path]) -> int:
+    """Copy every case of `sources` (files and manifest entries) into `out`."""
+    import shutil
+
+    out.mkdir(parents=True, exist_ok=True)
+    seen: dict[tuple, dict] = {}
+    for src in sources:
+        for e in json.loads((src / "manifest.json").read_text()):
+            key = (e["op"], e["case"])
+            if key in seen:
+                continue
+            files = [e["pte"], e["golden"]["path"]] + [x["path"] for x in e["inputs"]]
+            if not all((src / f).is_file() for f in files):
+                continue
+            for f in files:
+                if (src / f).resolve() != (out / f).resolve():
+                    shutil.copyfile(src / f, out / f)
+            seen[key] = e
+    (out / "manifest.json").write_text(json.dumps(list(seen.values()), indent=2))
+    print(f"merged {len(seen)} manifest entries from {len(sources)} catalog(s) -> {out}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--output", required=True, type=Path)
@@ -56,7 +81,11 @@ def main() -> int:
     ap.add_argument("--subset", choices=["smallest"], default=None)
     ap.add_argument("--resume", action="store_true",
                     help="keep entries whose .pte is already in the manifest and on disk")
+    ap.add_argument("--merge", nargs="+", type=Path, default=None, metavar="SRC",
+                    help="join these generated catalogs into --output (no generation)")
     args = ap.parse_args()
+    if args.merge:
+        return merge(args.output, args.merge)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from executorch.backends.webgpu.test.op_tests.generate_op_tests import generate_case
 
