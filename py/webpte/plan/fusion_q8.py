@@ -35,7 +35,13 @@ from ..errors import PlanError, UnsupportedOpError
 from ..kernels.common import Args
 from ..kernels.element import Element
 from ..kernels.elementwise.binary import element as add_element
-from ..kernels.quantized.linear_q8 import DOT4_FEATURE, SKINNY_ROWS
+from ..kernels.quantized.linear_q8 import (
+    DOT4_FEATURE,
+    SKINNY_ROWS,
+    decode_variant,
+    linear_cost,
+    splitk_kernel,
+)
 from ..kernels.quantized.linear_q8 import NAME as LINEAR
 from ..kernels.quantized.quantize import f32
 from ..pte.graph import Graph, TensorValue
@@ -190,9 +196,17 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     bufs += [L.params(*params), L.buf(out)]
     if len(bufs) > MAX_BINDINGS:
         raise PlanError(f"dual linear at node {pair.add}: {len(bufs)} bindings")
+    cost = linear_cost(pair.m, pair.n, pair.k, 2, 1, 2 + (bias_buf is not None),
+                       4 * pair.m * pair.n * len(pair.epilogue_inputs))
+    if decode_variant(L.features) == "splitk":
+        kern, groups = splitk_kernel(L, pair.m, pair.n, pair.k, 2, x_float=False,
+                                     has_bias=bias_buf is not None, biases=has_bias,
+                                     add=pair.add_element, epilogue=epilogue)
+        L.dispatch(kern, bufs, groups, label=label, cost=cost)
+        return
     groups, row = L.grid(pair.n, 64)
     kern = L.kernel("fused/linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
                     dot4=DOT4_FEATURE in L.features, vec4=pair.k % 16 == 0,
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
                     add=pair.add_element, epilogue=epilogue, workgroup=64, row=row)
-    L.dispatch(kern, bufs, groups, label=label)
+    L.dispatch(kern, bufs, groups, label=label, cost=cost)

@@ -163,14 +163,16 @@ class Lowering:
         return self._kernel_ids[src]
 
     def dispatch(self, kernel: int, bindings: list[int], workgroups,
-                 label: str | None = None) -> None:
-        """Dispatch `kernel`; `label` names it in profiles (default: the op's name)."""
+                 label: str | None = None, cost: dict | None = None) -> None:
+        """Dispatch `kernel`; `label` names it in profiles (default: the op's name);
+        `cost`: the work the unit counts, {"bytes_read", "macs"} (DispatchSpec.cost)."""
         wg = tuple(int(x) for x in workgroups) + (1,) * (3 - len(workgroups))
         if any(not 1 <= x <= 65535 for x in wg):
             raise PlanError(f"{self._where()}: workgroup counts {wg} outside 1..65535")
         if label is None:
             label = self.op.name if self.op else ""
-        self.dispatches.append(DispatchSpec(kernel, list(bindings), wg, label, self.node))
+        self.dispatches.append(DispatchSpec(kernel, list(bindings), wg, label, self.node,
+                                            cost))
 
     def grid(self, n_threads: int, workgroup: int = WORKGROUP):
         return grid_1d(n_threads, workgroup)

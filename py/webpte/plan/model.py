@@ -42,6 +42,9 @@ class DispatchSpec:
     workgroups: tuple[int, int, int]
     op: str = ""                   # serialized op name, for errors and profiles
     node: int = -1                 # index of the op in the graph chain
+    # Work its unit counted, for rooflines (webpte.roofline): {"bytes_read": int,
+    # "macs": int (int8 multiply-adds)}; None: not counted. Executors ignore it.
+    cost: dict | None = None
 
 
 @dataclass

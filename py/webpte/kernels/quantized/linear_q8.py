@@ -32,11 +32,58 @@ from .._np import np
 from ..registry import OpUnit
 from .quantize import f32, quantize_params, quantize_reference
 
-__all__ = ["DOT4_FEATURE", "tiling", "UNITS"]
+__all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT4_FEATURE", "decode_variant", "linear_cost",
+           "splitk_kernel", "tiling", "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
-SKINNY_ROWS = 8  # up to this many rows, linear_q8_skinny (no workgroup staging) is used
+SKINNY_ROWS = 8  # up to this many rows, a decode kernel (no workgroup staging) is used
+
+# Decode kernels (<= SKINNY_ROWS rows) as data. "skinny": one output column per invocation,
+# W rows read straight (fastest on CPU adapters). "splitk": a workgroup of `lanes` lanes per
+# `cols` columns, lanes striding over K words (coalesced reads, enough workgroups for a GPU).
+DECODE_VARIANTS: dict[str, dict[str, int]] = {"skinny": {}, "splitk": {"lanes": 64, "cols": 4}}
+# A planner hint among the lowering's features ("q8_decode:splitk"); without one, skinny.
+DECODE_HINT = "q8_decode:"
+WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
+
+
+def decode_variant(features) -> str:
+    """The decode kernel the lowering's features ask for (the last hint wins)."""
+    names = [f[len(DECODE_HINT):] for f in sorted(features) if f.startswith(DECODE_HINT)]
+    name = names[-1] if names else "skinny"
+    if name not in DECODE_VARIANTS:
+        raise PlanError(f"decode variant {name!r} is not one of {', '.join(DECODE_VARIANTS)}")
+    return name
+
+
+def linear_cost(m: int, n: int, k: int, passes: int = 1, x_bytes: int = 1,
+                per_channel: int = 2, extra_bytes: int = 0) -> dict[str, int]:
+    """Work of `passes` linears on one W (DispatchSpec.cost): W, x and per-channel words
+    read once; int8 multiply-adds."""
+    return {"bytes_read": n * k + passes * m * k * x_bytes + 4 * n * per_channel + extra_bytes,
+            "macs": passes * m * n * k}
+
+
+def splitk_kernel(L, m: int, n: int, k: int, passes: int, **params):
+    """(kernel, workgroups) of linear_q8_splitk for `passes` linears on one W.
+
+    Rows are read 16 bytes a lane when K % 16 == 0 and that still gives every lane a word;
+    at least m * cols lanes (they finish the outputs), and the partial sums fit the
+    workgroup memory (fewer columns otherwise)."""
+    v = DECODE_VARIANTS["splitk"]
+    vec4 = k % 16 == 0 and k // 16 >= v["lanes"]
+    words = k // 16 if vec4 else k // 4
+    cols = min(v["cols"], n)
+    lanes = max(min(v["lanes"], words), m * cols)
+    while cols > 1 and lanes * passes * m * cols * 4 > WORKGROUP_BYTES:
+        cols -= 1
+        lanes = max(min(v["lanes"], words), m * cols)
+    groups, row = L.grid(-(-n // cols), 1)
+    kern = L.kernel("quantized/linear_q8_splitk", m=m, n=n, k=k, kw=k // 4, vec4=vec4,
+                    lanes=lanes, cols=cols, row=row, dot4=DOT4_FEATURE in L.features,
+                    dual=passes == 2, **params)
+    return kern, groups
 
 
 def tiling(m: int, kw: int) -> dict[str, int]:
@@ -99,7 +146,11 @@ def lower(L, call) -> None:
     q = quantize_params(s, zp)
     common = dict(m=m, n=n, k=k, kw=k // 4, dot4=DOT4_FEATURE in L.features,
                   x_float=x_kind == "f32", has_bias=bias is not None)
-    if m <= SKINNY_ROWS:
+    if m <= SKINNY_ROWS and decode_variant(L.features) == "splitk":
+        kern, groups = splitk_kernel(L, m, n, k, 1, x_float=x_kind == "f32",
+                                     has_bias=bias is not None, biases=[bias is not None],
+                                     add=None, epilogue=None)
+    elif m <= SKINNY_ROWS:
         # A decoder window: one column per invocation, W rows read directly.
         groups, row = L.grid(n, 64)
         # Rows of whole vec4<u32> (K % 16 == 0) are read 16 bytes at a time.
@@ -115,7 +166,8 @@ def lower(L, call) -> None:
     # Scales and zero points come from a params buffer: one pipeline per shape.
     params = L.params(f32(s), zp, *(q if x_kind == "f32" else ()))
     vids = [x, w, sums, scales] + ([bias] if bias is not None else [])
-    L.dispatch(kern, [L.buf(v) for v in vids] + [params, L.buf(out)], groups)
+    L.dispatch(kern, [L.buf(v) for v in vids] + [params, L.buf(out)], groups,
+               cost=linear_cost(m, n, k, 1, 4 if x_kind == "f32" else 1, len(per_channel)))
 
 
 def linear_q8_reference(xq: np.ndarray, w: np.ndarray, sums: np.ndarray, scales: np.ndarray,
