@@ -1,11 +1,19 @@
-"""`webpte bench`: load time and per-call time of a program on this machine's adapter."""
+"""`webpte bench`: load time and per-call time of a program on this machine's adapter;
+`--roofline`: time against the adapter's measured floor (webpte.roofline), for decode
+kernel variants side by side and on several Vulkan drivers (`--adapters`)."""
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
+
+# Vulkan drivers `--adapters` names, each run in a subprocess of its own.
+ICDS = {"lavapipe": "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+        "swiftshader": "/usr/lib/chromium/vk_swiftshader_icd.json"}
 
 
 def _inputs_for(plan, rng):
@@ -77,6 +85,81 @@ def profile_program(path: str, top: int = 15, method: str = "forward") -> dict:
     }
 
 
+def roofline_program(path: str, variants: list[str], calls: int = 5,
+                     method: str = "forward") -> dict:
+    """Ceilings of this adapter, then each decode variant's plan: call time (variants
+    alternate call by call), family times, floor and percent of floor."""
+    import numpy as np
+
+    from .kernels.quantized.linear_q8 import DECODE_HINT
+    from .native import Executor, adapter_info, wgsl_features
+    from .program import plan_method
+    from .pte import open_source, read_program
+    from .roofline import family_times, measure_ceilings, report
+
+    features = wgsl_features()
+    ceilings = measure_ceilings(features)
+    data = open_source(path)
+    prog = read_program(data)
+    exs = {v: Executor(plan_method(prog, method, features | {DECODE_HINT + v}), data)
+           for v in variants}
+    arrays = _inputs_for(next(iter(exs.values())).plan, np.random.default_rng(0))
+    times: dict[str, list[float]] = {v: [] for v in variants}
+    for ex in exs.values():
+        ex.run(arrays)  # compiles every pipeline
+    for _ in range(calls):
+        for v, ex in exs.items():
+            ex.reset()
+            t = time.perf_counter()
+            ex.run(arrays)
+            times[v].append(time.perf_counter() - t)
+    out = {"program": str(path), "adapter": adapter_info().get("device", "?"),
+           "variants": {v: report(ex.plan, ceilings, times[v], family_times(ex))
+                        for v, ex in exs.items()}}
+    if len(variants) > 1:
+        base = statistics.median(times[variants[0]])
+        out["ratios"] = {v: round(statistics.median(times[v]) / base, 3) for v in variants[1:]}
+    return out
+
+
+def _on_adapters(args) -> list[dict]:
+    """Run this command with --roofline once per named Vulkan driver, one at a time."""
+    results = []
+    for name in args.adapters.split(","):
+        if name not in ICDS:
+            raise SystemExit(f"adapter {name!r} is not one of {', '.join(ICDS)}")
+        env = {**os.environ, "VK_ICD_FILENAMES": ICDS[name]}
+        cmd = [sys.executable, "-m", "webpte.cli", "bench", "--roofline", "--json",
+               "--calls", str(args.calls), "--variants", args.variants, *args.programs]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if proc.returncode:
+            raise SystemExit(f"{name}: {proc.stderr.strip()[-2000:]}")
+        results += [{"driver": name, **json.loads(line)}
+                    for line in proc.stdout.splitlines() if line.startswith("{")]
+    return results
+
+
+def format_roofline(results: list[dict]) -> str:
+    """One table: per driver, program and variant, the call then each kernel family."""
+    lines = []
+    for r in results:
+        c0 = next(iter(r["variants"].values()))["ceilings"]
+        lines.append(f"{r.get('driver', '-')}: {r['adapter']} | {r['program']} | read "
+                     f"{c0['read_gbps']} GB/s, {c0['dot']} {c0['dot_gmacs']} GMAC/s")
+        lines.append(f"  {'variant / family':34} {'n':>5} {'MB':>8} {'GMAC':>7} "
+                     f"{'ms':>8} {'floor ms':>8} {'% floor':>7}")
+        for v, rep in r["variants"].items():
+            rows = [(f"{v} (call)", rep["call"])] + [(f"  {k}", f)
+                                                    for k, f in rep["families"].items()]
+            for name, f in rows:
+                lines.append(f"  {name:34} {f['dispatches']:>5} {f['mb']:>8} {f['gmac']:>7} "
+                             f"{f['time_ms'] if f['time_ms'] is not None else '-':>8} "
+                             f"{f['floor_ms']:>8} {f['pct_floor'] or '-':>7}")
+        for v, ratio in r.get("ratios", {}).items():
+            lines.append(f"  time {v} / {next(iter(r['variants']))}: {ratio}")
+    return "\n".join(lines)
+
+
 def add_parser(sub) -> None:
     b = sub.add_parser("bench", help="time loading and calls of programs")
     b.add_argument("programs", nargs="+")
@@ -84,10 +167,29 @@ def add_parser(sub) -> None:
     b.add_argument("--warmup", type=int, default=1)
     b.add_argument("--profile", action="store_true",
                    help="time each dispatch alone and total by op and kernel")
+    b.add_argument("--roofline", action="store_true",
+                   help="measure the adapter's read and int8 dot ceilings and print time, "
+                        "floor and %% of floor per call and kernel family")
+    b.add_argument("--variants", default="skinny",
+                   help="decode kernel variants to plan and compare (comma separated: "
+                        "skinny,splitk), with --roofline")
+    b.add_argument("--adapters", default=None,
+                   help=f"run --roofline on each of these Vulkan drivers "
+                        f"({','.join(ICDS)}) in a subprocess and print them side by side")
+    b.add_argument("--json", action="store_true", help="JSON lines only (with --roofline)")
     b.set_defaults(func=cmd_bench)
 
 
 def cmd_bench(args) -> int:
+    if args.adapters:
+        print(format_roofline(_on_adapters(args)))
+        return 0
+    if args.roofline:
+        for path in args.programs:
+            result = roofline_program(path, args.variants.split(","), args.calls)
+            print(json.dumps(result) if args.json else format_roofline([result]))
+            sys.stdout.flush()
+        return 0
     for path in args.programs:
         result = (profile_program(path) if args.profile
                   else bench_program(path, args.calls, args.warmup))

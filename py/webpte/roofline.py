@@ -1,0 +1,160 @@
+"""Roofline of a plan on this adapter: measured ceilings, counted work, time against floor.
+
+Ceilings come from webpte's own probe kernels (shaders/bench/): streaming read bandwidth
+(two access patterns, the faster counts) and int8 dot throughput with the dot the plan's
+linears use. A dispatch's work is what its unit counted (`DispatchSpec.cost`: bytes read,
+int8 MACs) or, uncounted, the bytes of the buffers it binds, state buffers (KV caches)
+left out since a decode step reads only the filled part. Its floor is
+max(bytes / read bandwidth, MACs / dot rate); a call's floor is the sum over dispatches.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from .kernels.render import render
+from .plan.model import BufferSpec, DispatchSpec, IOSpec, KernelSpec, Plan
+
+__all__ = ["dispatch_work", "family", "family_times", "measure_ceilings", "report"]
+
+DOT4 = "packed_4x8_integer_dot_product"
+READ_MIB = 64        # larger than the CPU caches; one probe dispatch reads it once
+READ_INVOCATIONS = 65536
+DOT_INVOCATIONS = 16384
+DOT_CHAINS = 8
+DOT_ITERS = 1024
+
+
+def _probe_plan(template: str, src_words: int, invocations: int, repeats: int,
+                **params) -> Plan:
+    """One probe kernel dispatched `repeats` times over a zeroed source buffer."""
+    workgroup = 256
+    groups = invocations // workgroup
+    wgsl = render(f"bench/{template}", workgroup=workgroup, row=groups * workgroup,
+                  invocations=invocations, **params)
+    buffers = [BufferSpec(0, 4 * src_words, "constant", "src", {"kind": "zeros"}),
+               BufferSpec(1, 4 * invocations, "output", "out")]
+    dispatch = DispatchSpec(0, [0, 1], (groups, 1, 1), f"probe:{template}")
+    features = [DOT4] if params.get("dot4") else []
+    return Plan("probe", buffers, [KernelSpec(0, template, wgsl)], [dispatch] * repeats, [],
+                [IOSpec(1, "int32", (invocations,), "i32")],
+                limits={"max_buffer_size": 4 * src_words,
+                        "max_storage_buffer_binding_size": 4 * src_words},
+                features=features)
+
+
+def _best_seconds(plan: Plan, tries: int) -> float:
+    from .native import Executor
+
+    ex = Executor(plan)
+    ex.run([])  # compiles and warms
+    best = float("inf")
+    for _ in range(tries):
+        t = time.perf_counter()
+        ex.run([])
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def measure_ceilings(features, tries: int = 3, repeats: int = 4, read_mib: int = READ_MIB,
+                     dot_iters: int = DOT_ITERS) -> dict:
+    """Streaming read GB/s (strided and chunked patterns) and int8 GMAC/s on this device."""
+    words = read_mib * 2**20 // 4
+    iters = words // 4 // READ_INVOCATIONS
+    out: dict = {}
+    for pattern in ("strided", "chunked"):
+        plan = _probe_plan("stream_read", words, READ_INVOCATIONS, repeats,
+                           iters=iters, strided=pattern == "strided")
+        out[f"read_gbps_{pattern}"] = repeats * 4 * words / _best_seconds(plan, tries) / 1e9
+    out["read_gbps"] = max(out["read_gbps_strided"], out["read_gbps_chunked"])
+    dot4 = DOT4 in features
+    plan = _probe_plan("int8_dot", DOT_CHAINS + 1, DOT_INVOCATIONS, 1, dot4=dot4,
+                       chains=DOT_CHAINS, iters=dot_iters)
+    macs = DOT_INVOCATIONS * DOT_CHAINS * dot_iters * 4
+    out["dot_gmacs"] = macs / _best_seconds(plan, tries) / 1e9
+    out["dot"] = "dot4I8Packed" if dot4 else "portable"
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}
+
+
+def dispatch_work(plan: Plan, d: DispatchSpec) -> tuple[int, int, bool]:
+    """(bytes, int8 MACs, counted by its unit) of one dispatch."""
+    if d.cost:
+        return int(d.cost.get("bytes_read", 0)), int(d.cost.get("macs", 0)), True
+    bound = {b for b in d.bindings if plan.buffers[b].role != "state"}
+    return sum(plan.buffers[b].size for b in bound), 0, False
+
+
+def family(plan: Plan, d: DispatchSpec) -> str:
+    """The kernel's template name (its rendered name less the source hash)."""
+    return plan.kernels[d.kernel].name.rsplit("_", 1)[0]
+
+
+def family_times(ex, tries: int = 3) -> dict[str, float]:
+    """Seconds of each kernel family's dispatches, all of them in one submit (after a full
+    call, so every pipeline is compiled); the best of `tries`, less an empty submit's."""
+    plan = ex.plan
+    first = ex.buffers[plan.outputs[0].buffer]
+    fams: dict[str, list[int]] = {}
+    for i, d in enumerate(plan.dispatches):
+        fams.setdefault(family(plan, d), []).append(i)
+
+    def submit(idx: list[int]) -> float:
+        t = time.perf_counter()
+        enc = ex.device.create_command_encoder()
+        cpass = enc.begin_compute_pass()
+        for i in idx:
+            d = plan.dispatches[i]
+            cpass.set_pipeline(ex.pipelines[d.kernel])
+            cpass.set_bind_group(0, ex.bind_groups[i])
+            cpass.dispatch_workgroups(*d.workgroups)
+        cpass.end()
+        ex.device.queue.submit([enc.finish()])
+        ex.device.queue.read_buffer(first, 0, 4)  # waits for the queue to drain
+        return time.perf_counter() - t
+
+    # A submit and its wait cost the same with no dispatch: taken off every family.
+    overhead = min(submit([]) for _ in range(tries))
+    return {name: max(0.0, min(submit(idx) for _ in range(tries)) - overhead)
+            for name, idx in fams.items()}
+
+
+def _floor(nbytes: int, macs: int, ceilings: dict) -> float:
+    return max(nbytes / (ceilings["read_gbps"] * 1e9), macs / (ceilings["dot_gmacs"] * 1e9))
+
+
+def report(plan: Plan, ceilings: dict, call_times: list[float],
+           fam_times: dict[str, float]) -> dict:
+    """Per call and per kernel family: time, floor and percent of floor (floor / time)."""
+    fams: dict[str, dict] = {}
+    total = {"bytes": 0, "macs": 0, "floor_s": 0.0, "uncounted_bytes": 0}
+    for d in plan.dispatches:
+        nbytes, macs, counted = dispatch_work(plan, d)
+        f = fams.setdefault(family(plan, d), {"dispatches": 0, "bytes": 0, "macs": 0,
+                                              "floor_s": 0.0})
+        floor = _floor(nbytes, macs, ceilings)
+        for entry in (f, total):
+            entry["bytes"] += nbytes
+            entry["macs"] += macs
+            entry["floor_s"] += floor
+        f["dispatches"] += 1
+        if not counted:
+            total["uncounted_bytes"] += nbytes
+    call_s = statistics.median(call_times)
+    rows = {}
+    for name, f in sorted(fams.items(), key=lambda kv: -fam_times.get(kv[0], 0.0)):
+        t = fam_times.get(name)
+        rows[name] = {"dispatches": f["dispatches"], "mb": round(f["bytes"] / 1e6, 2),
+                      "gmac": round(f["macs"] / 1e9, 3),
+                      "time_ms": None if t is None else round(1e3 * t, 2),
+                      "floor_ms": round(1e3 * f["floor_s"], 2),
+                      "pct_floor": None if not t else round(100 * f["floor_s"] / t, 1)}
+    return {"ceilings": ceilings,
+            "call": {"dispatches": len(plan.dispatches), "mb": round(total["bytes"] / 1e6, 2),
+                     "uncounted_mb": round(total["uncounted_bytes"] / 1e6, 2),
+                     "gmac": round(total["macs"] / 1e9, 3),
+                     "time_ms": round(1e3 * call_s, 2),
+                     "time_ms_min": round(1e3 * min(call_times), 2),
+                     "floor_ms": round(1e3 * total["floor_s"], 2),
+                     "pct_floor": round(100 * total["floor_s"] / call_s, 1)},
+            "families": rows}
