@@ -11,8 +11,11 @@ from pathlib import Path
 from .errors import InputError, PlanError, UnsupportedOpError, WebpteError
 from .kernels.registry import missing_ops
 from .plan import Plan, lower
-from .pte import PteProgram, open_source, read_program
+from .plan.method import method_graph
+from .pte import Graph, Method, PteProgram, open_source, read_program
 
+# Host graph breaks: ops that would leave the device. Delegates and portable kernel calls alike
+# run as webpte units in one plan, so a method keeps to it when every op has a unit.
 POLICY = "one delegate per method, no host graph breaks"
 # webgpu: the plan on the wgpu-py device; reference: webpte's numpy interpreter (CPU, slow).
 BACKENDS = ("webgpu", "reference")
@@ -43,17 +46,41 @@ def plan_method(prog: PteProgram, method: str = "forward", features=(),
     m = prog.method(method)
     if m.is_constant:
         raise PlanError(f"method {method!r} is a constant method (value {m.constant!r})")
-    if m.host_ops:
-        raise UnsupportedOpError(
-            f"method {method!r} has host graph breaks ({', '.join(m.host_ops)}); webpte runs "
-            f"programs that keep to '{POLICY}'", m.host_ops)
-    graph = m.graph
-    return lower(graph, method=method, input_ids=m.input_value_ids(),
-                 output_ids=m.output_value_ids(),
+    graph, input_ids, output_ids, state_ids = method_parts(m)
+    return lower(graph, method=method, input_ids=input_ids, output_ids=output_ids,
                  input_dtypes=[io.dtype for io in m.inputs],
                  output_dtypes=[io.dtype for io in m.outputs],
                  max_context=_constant(prog, "get_max_context_len"), features=features,
-                 fuse=None if fusion is None else FUSION[fusion])
+                 fuse=None if fusion is None else FUSION[fusion], state_ids=state_ids)
+
+
+def method_parts(m: Method) -> tuple[Graph, list[int], list[int], list[int]]:
+    """(graph, input ids, output ids, state ids) of a method as webpte plans and interprets
+    it: the delegate's own graph for a method that is one VK00 delegate call, else the whole
+    method as one graph (plan/method.py): every delegate and the kernel calls between them."""
+    if _one_delegate(m):
+        return m.graph, m.input_value_ids(), m.output_value_ids(), []
+    if any(c.backend != "VulkanBackend" for c in m.delegate_calls):
+        others = sorted({c.backend for c in m.delegate_calls} - {"VulkanBackend"})
+        raise UnsupportedOpError(f"method {m.name!r} calls delegates of {', '.join(others)}; "
+                                 f"webpte runs VulkanBackend delegates and portable kernels",
+                                 [f"delegate:{b}" for b in others])
+    mg = method_graph(m)
+    return mg.graph, mg.input_ids, mg.output_ids, mg.state_ids
+
+
+def _one_delegate(m: Method) -> bool:
+    """One VulkanBackend delegate call and nothing else, whose graph outputs are exactly
+    the call's and in which no mutable buffer is written (those need the method graph)."""
+    if len(m.delegate_calls) != 1 or m.kernel_calls or m.host_ops:
+        return False
+    call = m.delegate_calls[0]
+    g = m.graphs.get(call.delegate_index)
+    if g is None or len(call.args) != len(g.input_ids) + len(g.output_ids):
+        return False
+    prepacked = {op.args[-1] for op in g.chain if op.name == "et_vk.prepack.default" and op.args}
+    return not any(op.args and op.args[-1] in prepacked and op.name != "et_vk.prepack.default"
+                   for op in g.chain)
 
 
 def _constant(prog: PteProgram, name: str):
@@ -84,14 +111,14 @@ class Program:
             from .kernels.reference import ReferenceExecutor
 
             self.plan = plan_method(self.program, method)
-            m = self.program.method(method)
-            self.executor = ReferenceExecutor(self.plan, m.graph, m.input_value_ids(),
-                                              m.output_value_ids(), self.data)
+            graph, ins, outs, state = method_parts(self.program.method(method))
+            self.executor = ReferenceExecutor(self.plan, graph, ins, outs, self.data, state)
         self._positions = _position_input(self.plan)
 
     @property
-    def graph(self):
-        return self.program.method(self.method_name).graph
+    def graph(self) -> Graph:
+        """The graph the plan runs (the delegate's, or the whole method's)."""
+        return method_parts(self.program.method(self.method_name))[0]
 
     def run(self, *arrays) -> list:
         """Run one call. Inputs are checked (count, shape, dtype, context) before the GPU."""
@@ -161,6 +188,8 @@ def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,
             "delegates": [c.backend for c in m.delegate_calls],
             "host_graph_breaks": list(m.host_ops),
         }
+        info["delegate_calls"] = len(m.delegate_calls)
+        info["host_kernel_calls"] = len(m.kernel_calls)
         vk_ops: list[str] = []
         for g in m.graphs.values():
             vk_ops += [op.name for op in g.chain]
@@ -168,9 +197,14 @@ def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,
         for n in vk_ops:
             hist[n] = hist.get(n, 0) + 1
         info["op_histogram"] = dict(sorted(hist.items()))
-        info["unsupported_ops"] = missing_ops(vk_ops)
+        try:
+            # Kernel calls run as webpte units too: missing ones are what the method lacks.
+            ops = [op.name for op in method_parts(m)[0].chain]
+        except WebpteError as e:
+            ops, info["plan_error"] = vk_ops + list(m.host_ops), str(e)
+        info["unsupported_ops"] = missing_ops(ops)
         plan = plans.get(name)
-        if plan is None and not info["unsupported_ops"] and not m.host_ops:
+        if plan is None and not info["unsupported_ops"] and "plan_error" not in info:
             try:
                 plan = plan_method(prog, name)
             except WebpteError as e:
@@ -187,7 +221,10 @@ def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,
                 "total": mem["total"],
             }
             info["limits_needed"] = plan.limits
-        keeps = len(m.delegate_calls) == 1 and not m.host_ops
+        # Every delegate and every kernel call between them run in the one plan on the device.
+        keeps = plan is not None
+        info["runs_on"] = ("device: one plan (all delegates and kernel calls)" if keeps
+                           else "not runnable: see unsupported_ops / plan_error")
         info["policy"] = {"rule": POLICY, "ok": keeps}
         all_ok &= keeps
         out["methods"][name] = info

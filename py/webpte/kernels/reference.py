@@ -50,7 +50,11 @@ class RefEnv:
         arr = np.asarray(arr)
         if tuple(arr.shape) != tuple(t.dims):
             raise PlanError(f"reference: value {vid} has shape {arr.shape}, graph says {t.dims}")
-        self.values[vid] = arr.astype(NUMPY_OF_STORAGE[storage_of(t)], copy=False)
+        arr = arr.astype(NUMPY_OF_STORAGE[storage_of(t)], copy=False)
+        if vid in self.state:  # an op writing a mutable buffer (KV cache) of the method
+            self.state[vid] = arr
+        else:
+            self.values[vid] = arr
 
     def persistent(self, vid: int) -> np.ndarray:
         """A state array of its own for `vid` (a KV cache), zero at first use."""
@@ -109,13 +113,16 @@ class ReferenceExecutor:
     for the GPU, state (KV caches) persists until `reset()`. Slow; the oracle of end-to-end
     tests and a way to run a program where no adapter exists."""
 
-    def __init__(self, plan, graph: Graph, input_ids, output_ids, data):
+    def __init__(self, plan, graph: Graph, input_ids, output_ids, data, state_ids=()):
         self.plan = plan
         self.graph = graph
         self.input_ids = list(input_ids)
         self.output_ids = list(output_ids)
         self.data = data
+        # Values the graph's ops write and read across calls (zero at load and reset).
+        self.state_ids = list(state_ids)
         self.state: dict[int, np.ndarray] = {}
+        self.reset()
         self.constants: dict[int, np.ndarray] = {}
 
     def run(self, arrays) -> list[np.ndarray]:
@@ -134,3 +141,6 @@ class ReferenceExecutor:
     def reset(self) -> None:
         """Forget the persistent state (KV caches start from zero again)."""
         self.state.clear()
+        for vid in self.state_ids:
+            t = self.graph.values[vid]
+            self.state[vid] = np.zeros(t.dims, NUMPY_OF_STORAGE[storage_of(t)])

@@ -187,8 +187,13 @@ class Lowering:
 def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None = None,
           output_ids: list[int] | None = None, input_dtypes: list[str] | None = None,
           output_dtypes: list[str] | None = None, max_context: int | None = None,
-          features: Iterable[str] = (), fuse: bool | str | None = None) -> Plan:
+          features: Iterable[str] = (), fuse: bool | str | None = None,
+          state_ids: Iterable[int] = ()) -> Plan:
     """Lower `graph` to a Plan. Inputs/outputs default to the graph's own order.
+
+    `state_ids`: values that persist across calls (mutable buffers such as KV caches that
+    ops of the graph write): each gets a zero-initialised state buffer, is never fused away
+    and no fused group that writes one reads it in the same dispatch.
 
     `features`: WGSL language features kernels may use (`L.features`); the default,
     none, gives kernels that every WebGPU implementation runs.
@@ -206,15 +211,21 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     L = Lowering(graph, features)
     for vid in input_ids:
         L.vbufs[L.buf(vid)].role = "input"
+    state_ids = list(state_ids)
+    for vid in state_ids:
+        L.state_buf(vid)
     if fuse is None:
         fuse = os.environ.get("WEBPTE_FUSE", "1")
         fuse = fuse if fuse == "elementwise" else fuse != "0"
     # Dual linears first; their adds and epilogues are withheld from elementwise groups
     # (fusion_q8.py). Each dual dispatch takes its root's place.
-    uses = Uses.of(graph, input_ids, output_ids) if fuse else None
+    uses = Uses.of(graph, input_ids, output_ids + state_ids) if fuse else None
     duals = find_dual_linears(graph, uses) if fuse is True else {}
     withheld = {node for d in duals.values() for node in (d.add, *d.epilogue)}
-    groups, elements = find_groups(graph, uses, exclude=withheld) if fuse else ({}, {})
+    writes_state = {node for node, op in enumerate(graph.chain)
+                    if op.args and op.args[-1] in set(state_ids)}
+    groups, elements = (find_groups(graph, uses, exclude=withheld | writes_state) if fuse
+                        else ({}, {}))
     deferred = {node for g in groups.values() for node in g.nodes}
     deferred |= {node for d in duals.values() for node in d.linears} | withheld
     reg = registry()
@@ -248,8 +259,8 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     for spec in inputs + outputs:
         spec.buffer = remap[spec.buffer]
     limits = {
-        "max_buffer_size": max(b.size for b in buffers),
-        "max_storage_buffer_binding_size": max(b.size for b in buffers),
+        "max_buffer_size": max((b.size for b in buffers), default=0),
+        "max_storage_buffer_binding_size": max((b.size for b in buffers), default=0),
         "max_storage_buffers_per_shader_stage": max((len(d.bindings) for d in L.dispatches),
                                                     default=0),
     }

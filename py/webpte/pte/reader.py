@@ -47,6 +47,40 @@ class DelegateCall:
     inline: bool = False  # blob stored in the flatbuffer (INLINE) rather than a segment
 
 
+@dataclass(frozen=True)
+class KernelCall:
+    """A non-delegated kernel call of the execution plan: `name` as the program spells it
+    (`aten::add.Scalar_out`), `args` method value indices (schema order, outputs last)."""
+
+    name: str
+    args: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ProgramTensor:
+    """A tensor of the execution plan's values.
+
+    `constant`: the file byte range of its data (a constant of the program), else None.
+    `planned`: the runtime allocates it at load (allocation_info) — a mutable buffer (KV
+    cache) when no instruction of the method writes it as an output before it is read.
+    """
+
+    dtype: str
+    sizes: tuple[int, ...]
+    constant: tuple[int, int] | None = None
+    planned: bool = False
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class ValueRefs:
+    """An IntList / TensorList / OptionalTensorList value: indices of other values
+    (-1 for an absent optional tensor)."""
+
+    kind: str
+    ids: tuple[int, ...]
+
+
 @dataclass
 class Method:
     name: str
@@ -57,6 +91,13 @@ class Method:
     graphs: dict[int, Graph] = field(default_factory=dict)
     constant: object = None
     is_constant: bool = False
+    # The instruction chain in order: ("delegate", i) -> delegate_calls[i],
+    # ("kernel", i) -> kernel_calls[i]. Moves, jumps and frees are not kept.
+    instructions: list[tuple[str, int]] = field(default_factory=list)
+    kernel_calls: list[KernelCall] = field(default_factory=list)
+    # Every value of the execution plan: None, int, float, bool, str, tuples of floats or
+    # bools (Double/BoolList), ValueRefs, ProgramTensor.
+    values: list = field(default_factory=list)
 
     @property
     def graph(self) -> Graph:
@@ -147,6 +188,7 @@ def read_program(data) -> PteProgram:
     ctx = _Ctx(data, size, seg_base)
     ctx.segments = [_segment(t, ctx) for t in prog.tables(4, "segments")]
     ctx.inline = prog.tables(3, "backend_delegate_data")
+    ctx.constant_segment = _constant_segment(prog.table(5, "constant_segment"), ctx)
     ctx.named = {}
     for t in prog.tables(7, "named_data"):
         key = t.string(0, "key")
@@ -174,6 +216,21 @@ class _Ctx:
         self.segments: list[tuple[int, int]] = []
         self.inline: list[FbTable] = []
         self.named: dict[str, tuple[int, int]] = {}
+        self.constant_segment: tuple[int, list[int]] | None = None
+
+
+def _constant_segment(t: FbTable | None, ctx: _Ctx) -> tuple[int, list[int]] | None:
+    """(absolute start, offsets) of the constant segment, or None when there is none."""
+    if t is None:
+        return None
+    idx = t.scalar(0, "u32")
+    offsets = t.scalars(1, "u64", "offsets")
+    if not offsets:
+        return None
+    if idx >= len(ctx.segments):
+        raise PteFormatError(f"constant segment {idx} of {len(ctx.segments)}",
+                             field="constant_segment")
+    return ctx.segments[idx][0], offsets
 
 
 def _segment(t: FbTable, ctx: _Ctx) -> tuple[int, int]:
@@ -201,6 +258,7 @@ def _method(plan: FbTable, ctx: _Ctx) -> Method:
                  for t in plan.tables(6, "operators")]
     delegates = plan.tables(7, "delegates")
     method = Method(name=name, inputs=inputs, outputs=outputs)
+    method.values = [_evalue(values[i], i, n, ctx, name) for i in range(n)]
     for chain in plan.tables(5, "chains"):
         for instr in chain.tables(2, "instructions"):
             tag, body = instr.union(0, 1, "instr_args")
@@ -209,7 +267,13 @@ def _method(plan: FbTable, ctx: _Ctx) -> Method:
                 if not 0 <= op < len(operators):
                     raise PteFormatError(f"kernel call to operator {op} of {len(operators)}",
                                          field=f"{name}.KernelCall")
+                args = tuple(body.scalars(1, "i32", "args"))
+                if any(not 0 <= a < n for a in args):
+                    raise PteFormatError("kernel call argument out of range",
+                                         field=f"{name}.KernelCall")
                 method.host_ops.append(operators[op])
+                method.instructions.append(("kernel", len(method.kernel_calls)))
+                method.kernel_calls.append(KernelCall(operators[op], args))
             elif tag == 2 and body is not None:
                 d = body.scalar(0, "i32")
                 args = tuple(body.scalars(1, "i32", "args"))
@@ -222,6 +286,7 @@ def _method(plan: FbTable, ctx: _Ctx) -> Method:
                 backend = delegates[d].string(0, "id") or ""
                 ref = delegates[d].table(1, "processed")
                 inline = ref is not None and ref.scalar(0, "u8") == 0
+                method.instructions.append(("delegate", len(method.delegate_calls)))
                 method.delegate_calls.append(DelegateCall(d, backend, args, inline))
                 if backend != "VulkanBackend":
                     method.host_ops.append(f"delegate:{backend}")
@@ -250,6 +315,54 @@ def _evalue_io(t: FbTable, idx: int) -> MethodIO:
         check_dims(sizes, f"values[{idx}].sizes")
         return MethodIO(idx, "tensor", _SCALAR_TYPES[st], sizes)
     return MethodIO(idx, kind or "null")
+
+
+_SCALAR_SIZES = {"uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2,
+                 "float32": 4, "float64": 8, "bool": 1}
+
+
+def _evalue(t: FbTable, idx: int, n: int, ctx: _Ctx, method: str):
+    """One execution-plan value in the form `Method.values` holds."""
+    tag, body = t.union(0, 1, f"values[{idx}]")
+    where = f"{method}.values[{idx}]"
+    if tag in (0, 1) or body is None:
+        return None
+    if tag in (2, 3, 4):
+        return _evalue_scalar(t)
+    if tag == 5:
+        io = _evalue_io(t, idx)
+        buffer_idx = body.scalar(5, "u32")
+        planned = body.table(6, "allocation_info") is not None
+        extra = body.table(9, "extra_tensor_info")
+        fqn = extra.string(1, "fully_qualified_name") if extra is not None else None
+        constant = None
+        if buffer_idx and not planned:
+            seg = ctx.constant_segment
+            if seg is None or buffer_idx >= len(seg[1]):
+                raise PteFormatError(f"tensor data {buffer_idx} outside the constant segment",
+                                     field=where)
+            nbytes = _SCALAR_SIZES[io.dtype]
+            for d in io.shape:
+                nbytes *= d
+            start = seg[0] + seg[1][buffer_idx]
+            if start + nbytes > ctx.size:
+                raise PteFormatError(f"constant {start}+{nbytes} runs past the file end",
+                                     field=where)
+            constant = (start, nbytes)
+        return ProgramTensor(io.dtype, io.shape, constant, planned, fqn)
+    if tag == 6:
+        return body.string(0, "string_val") or ""
+    if tag in (7, 10, 11):
+        kind = {7: "int_list", 10: "tensor_list", 11: "optional_tensor_list"}[tag]
+        ids = tuple(body.scalars(0, "i64" if tag == 7 else "i32", "items"))
+        if any(not -1 <= i < n for i in ids):
+            raise PteFormatError(f"{kind} refers outside the values", field=where)
+        return ValueRefs(kind, ids)
+    if tag == 8:
+        return tuple(float(x) for x in body.scalars(0, "f64", "items"))
+    if tag == 9:
+        return tuple(bool(x) for x in body.scalars(0, "bool", "items"))
+    raise PteFormatError(f"unknown EValue tag {tag}", field=where)
 
 
 def _evalue_scalar(t: FbTable):

@@ -1,0 +1,196 @@
+"""A whole method as one Graph: every delegate of the instruction chain inlined, and the
+non-delegated kernel calls between them as ops of webpte's own units.
+
+ExecuTorch runs the kernel calls of a partially delegated method on the CPU between the
+delegates; webpte runs them with its own kernels, so the method is one plan on the device.
+The execution plan's values become graph values with the same ids; each delegate graph's
+values are appended after them, its inputs and outputs replaced by the method values the
+delegate call passes, its constants appended to the method's. A kernel call
+`aten::add.Scalar_out` becomes an op `aten.add.Scalar` (the edge op it came from) with the
+same arguments, the out tensor last.
+
+Mutable buffers (KV caches) are the values that persist across calls: planned tensors of the
+execution plan that an instruction reads before any instruction writes them, and, in a
+delegate built with `alias_buffer_mutations`, prepacked constants that a later op of the
+delegate writes again. They become state (zero at load and at reset; ExecuTorch exports
+these buffers zero-initialised); their one-time prepack is dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import PlanError, PteFormatError
+from ..kernels.registry import schemas
+from ..kernels.schema import check_call
+from ..pte.graph import ConstantRef, DType, Graph, OpCall, TensorValue, ValueList
+from ..pte.reader import Method, ProgramTensor, ValueRefs
+
+_DTYPES = {"bool": DType.BOOL, "uint8": DType.UINT8, "int8": DType.INT8, "int32": DType.INT32,
+           "float16": DType.FLOAT16, "float32": DType.FLOAT32, "float64": DType.FLOAT64,
+           "int64": DType.INT64}
+_PREPACK = "et_vk.prepack.default"
+
+
+@dataclass
+class MethodGraph:
+    graph: Graph
+    input_ids: list[int]
+    output_ids: list[int]
+    state_ids: list[int]
+    delegates: int
+    host_calls: int
+
+
+def edge_names(kernel: str) -> list[str]:
+    """Edge ops a portable kernel call may run, most likely first: `aten::add.Scalar_out`
+    -> `aten.add.Scalar`; `aten::mul.out` -> `aten.mul.Tensor` (or `.default`, ...);
+    `aten::sum.IntList_out` -> `aten.sum.dim_IntList`; `aten::copy_` -> `aten.copy_.default`."""
+    base, _, overload = kernel.partition(".")
+    base = base.replace("::", ".")
+    if overload == "":
+        names = ["default"]
+    elif overload == "out":
+        names = ["default", "Tensor", "dim", "int", "self"]
+    elif overload == "all_out":
+        names = ["default"]
+    elif overload.endswith("_out"):
+        names = [overload[:-4], f"dim_{overload[:-4]}"]
+    else:
+        names = [overload]
+    return [f"{base}.{n}" for n in names]
+
+
+def _edge_op(kernel: str, graph_values: list, args: tuple[int, ...], node: int) -> OpCall:
+    """The first candidate edge op whose unit's schema accepts the call's arguments."""
+    names = edge_names(kernel)
+    table = schemas()
+    probe = Graph(values=graph_values, chain=[], input_ids=[], output_ids=[])
+    for name in names:
+        if name in table:
+            call = OpCall(name, args, node)
+            try:
+                check_call(probe, node, call, table[name])
+            except PlanError:
+                continue
+            return call
+    return OpCall(names[0], args, node)
+
+
+def method_graph(m: Method) -> MethodGraph:
+    """The method as one Graph (see the module docstring)."""
+    b = _Builder(m)
+    for kind, i in m.instructions:
+        if kind == "delegate":
+            b.delegate(i)
+        else:
+            args = m.kernel_calls[i].args
+            # An out variant's args end with `out` and then the returned value, the same
+            # tensor again: keep one.
+            if len(args) >= 2 and args[-1] == args[-2]:
+                args = args[:-1]
+            b.chain.append(_edge_op(m.kernel_calls[i].name, b.values, args, len(b.chain)))
+    state = b.state_ids() - {io.value_index for io in m.inputs}
+    chain = [op for op in b.chain if not (op.name == _PREPACK and op.args[-1] in state)]
+    graph = Graph(values=b.values, chain=chain, input_ids=[io.value_index for io in m.inputs],
+                  output_ids=[io.value_index for io in m.outputs], constants=b.constants)
+    return MethodGraph(graph, list(graph.input_ids), list(graph.output_ids), sorted(state),
+                       len(m.delegate_calls), len(m.kernel_calls))
+
+
+class _Builder:
+    def __init__(self, m: Method):
+        self.m = m
+        self.constants: list[ConstantRef] = []
+        self.values: list = []
+        self.chain: list[OpCall] = []
+        self.planned: set[int] = set()
+        self._refs: dict[int, int] = {}
+        self.values = [None] * len(m.values)  # absent optional tensors append Nulls after
+        for i, v in enumerate(m.values):
+            self.values[i] = self._value(v, i)
+
+    def _value(self, v, i: int):
+        if isinstance(v, ProgramTensor):
+            dtype = _DTYPES.get(v.dtype)
+            if dtype is None:
+                raise PteFormatError(f"tensor of dtype {v.dtype}", field=f"values[{i}]")
+            cid = -1
+            if v.constant is not None:
+                cid = len(self.constants)
+                self.constants.append(ConstantRef(v.constant[0], v.constant[1], v.name))
+            elif v.planned:
+                self.planned.add(i)
+            return TensorValue(dtype, tuple(v.sizes), cid)
+        if isinstance(v, ValueRefs):
+            if v.kind == "int_list":
+                items = [self.m.values[j] if j >= 0 else None for j in v.ids]
+                if any(type(x) is not int for x in items):
+                    raise PteFormatError("int list holds a non-Int value", field=f"values[{i}]")
+                return tuple(items)
+            return ValueList(tuple(j if j >= 0 else self._null() for j in v.ids))
+        return v
+
+    def _null(self) -> int:
+        self.values.append(None)
+        return len(self.values) - 1
+
+    def delegate(self, i: int) -> None:
+        call = self.m.delegate_calls[i]
+        g = self.m.graphs.get(call.delegate_index)
+        if g is None:
+            raise PteFormatError(f"delegate {call.delegate_index} ({call.backend}) is not a "
+                                 f"VulkanBackend graph", field=f"{self.m.name}.DelegateCall")
+        n_in = len(g.input_ids)
+        outs = call.args[n_in:]
+        if len(call.args) < n_in or len(outs) > len(g.output_ids):
+            raise PteFormatError(f"delegate call passes {len(call.args)} values for a graph "
+                                 f"of {n_in} inputs and {len(g.output_ids)} outputs",
+                                 field=f"{self.m.name}.delegate_call")
+        remap: dict[int, int] = dict(zip(g.input_ids, call.args[:n_in]))
+        # Outputs the call does not pass (mutated buffers the graph also lists) stay
+        # values of the delegate; their writes persist through the state rule.
+        remap.update(zip(g.output_ids, outs))
+        base_const = len(self.constants)
+        self.constants.extend(g.constants)
+
+        def to(vid: int) -> int:
+            if vid not in remap:
+                v = g.values[vid]
+                remap[vid] = len(self.values)
+                self.values.append(None)
+                if isinstance(v, TensorValue) and v.is_constant:
+                    v = TensorValue(v.dtype, v.dims, v.constant_id + base_const)
+                elif isinstance(v, TensorValue):
+                    v = TensorValue(v.dtype, v.dims)
+                elif isinstance(v, ValueList):
+                    v = ValueList(tuple(to(x) for x in v.ids))
+                self.values[remap[vid]] = v
+            return remap[vid]
+
+        for op in g.chain:
+            self.chain.append(OpCall(op.name, tuple(to(a) for a in op.args), len(self.chain)))
+
+    def state_ids(self) -> set[int]:
+        """Planned values read before they are written, and prepacked values written again."""
+        written: set[int] = set()
+        prepacked: set[int] = set()
+        state: set[int] = set()
+        for op in self.chain:
+            *ins, out = op.args
+            for vid in ins:
+                for v in self._tensors(vid):
+                    if v in self.planned and v not in written:
+                        state.add(v)
+            outs = self._tensors(out)
+            for v in outs:
+                if v in prepacked:
+                    state.add(v)
+                written.add(v)
+            if op.name == _PREPACK:
+                prepacked.update(outs)
+        return state
+
+    def _tensors(self, vid: int) -> tuple[int, ...]:
+        v = self.values[vid]
+        return v.ids if isinstance(v, ValueList) else (vid,)
