@@ -1,4 +1,4 @@
-"""`webpte` command line: run | inspect | conformance | build | chat | bench."""
+"""`webpte` command line: run | inspect | conformance | build | chat | bench | fuzz."""
 
 from __future__ import annotations
 
@@ -164,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench import add_parser as add_bench
 
     add_bench(sub)
+    from .fuzz.cli import add_parser as add_fuzz
+
+    add_fuzz(sub)
     return p
 
 

@@ -103,7 +103,7 @@ def model_manifest(meta_name: str, meta_text: str | None, where: str = "the mode
         if meta_name != "vlm_meta.json" and meta_text is not None:
             try:
                 meta = json.loads(meta_text)
-            except ValueError as e:
+            except (ValueError, RecursionError) as e:   # RecursionError: nested too deep
                 raise InputError(f"{where}: {meta_name} is not valid JSON ({e}); fix or "
                                  f"re-download it") from e
         return folder_manifest(meta_name, meta, where)
@@ -150,8 +150,10 @@ class ChatSession:
         def run():
             try:
                 config = json.loads(self.config_text)
-            except ValueError as e:
+            except (ValueError, RecursionError) as e:
                 raise InputError(f"tokenizer_config.json is not valid JSON ({e})") from e
+            if not isinstance(config, dict):
+                raise InputError("tokenizer_config.json is not a JSON object")
             self.image_id = self.token_id(IMAGE_TOKEN)
             self.chat = ChatTemplate(config, has_images=self.image_id is not None)
             m = self.manifest
@@ -171,19 +173,21 @@ class ChatSession:
         earlier turns, window starts to feed). Raises ContextFullError, or InputError when the
         prompt does not start with the attention sink."""
         def run():
-            opts = json.loads(options_json)
-            try:
+            try:   # options and ids come from the page's caller: any JSON, any list
+                opts = json.loads(options_json)
+                if not isinstance(opts, dict):
+                    raise TypeError(f"options are a {type(opts).__name__}, not an object")
                 sampling = SamplingOptions(
                     temperature=float(opts.get("temperature", 0.0)),
                     top_k=int(opts.get("top_k", 0)), top_p=float(opts.get("top_p", 1.0)),
                     repetition_penalty=float(opts.get("repetition_penalty", 1.0)),
                     seed=None if opts.get("seed") is None else int(opts["seed"]))
-            except ValueError as e:
+                max_new = int(opts.get("max_new_tokens", 256))
+                ids_list = [int(i) for i in (ids.to_py() if hasattr(ids, "to_py") else ids)]
+            except (ValueError, TypeError, OverflowError, RecursionError) as e:
                 raise InputError(f"generate(): {e}") from e
-            max_new = int(opts.get("max_new_tokens", 256))
             if max_new < 0:
                 raise InputError(f"maxNewTokens must be >= 0, got {max_new}")
-            ids_list = [int(i) for i in (ids.to_py() if hasattr(ids, "to_py") else ids)]
             turns = self.turns + [Turn("user", str(question), bool(image))]
             reuse, starts = prefill_windows(self.cached, ids_list, self.contract)
             self.turn = _Turn(turns, ids_list, reuse, Sampler(sampling), max_new)

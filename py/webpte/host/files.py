@@ -245,7 +245,7 @@ def _webpte_layout(folder: Path, verify: bool) -> ModelFiles:
                                         f"meta file is at most {MAX_META_BYTES}"])
     try:
         meta = json.loads(meta_path.read_text())
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:   # RecursionError: nested too deep
         raise ModelFolderError(folder, [f"{META_NAME} is not valid JSON: {e}"]) from e
     if not isinstance(meta, dict):
         raise ModelFolderError(folder, [f"{META_NAME} is not a JSON object"])

@@ -61,17 +61,22 @@ class ChatTemplate:
         self.config = config
         template = config.get("chat_template")
         if isinstance(template, list):  # named templates: take "default"
-            template = next((t["template"] for t in template if t.get("name") == "default"),
-                            None)
+            template = next((t.get("template") for t in template
+                             if isinstance(t, dict) and t.get("name") == "default"), None)
         self.has_images = has_images
         if template is None:
             if not has_images:
                 raise TemplateError(f"{source} has no chat_template")
             template = SMOLVLM_TEMPLATE
+        if not isinstance(template, str):
+            raise TemplateError(f"{source}: chat_template is not a string")
         self.list_content = "['type']" in template or '["type"]' in template
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         env.globals["raise_exception"] = _raise
-        self.template = env.from_string(template)
+        try:
+            self.template = env.from_string(template)
+        except Exception as e:  # the template is data from the model folder
+            raise TemplateError(f"{source}: chat_template does not parse: {e}") from e
         self.image_rows = image_rows
 
     def render(self, turns: list[Turn], add_generation_prompt: bool = True) -> str:

@@ -85,16 +85,7 @@ class Plan:
 
     @staticmethod
     def from_json(text: str) -> Plan:
-        d = json.loads(text)
-        if d.get("version") != PLAN_VERSION:
-            raise ValueError(f"plan version {d.get('version')} is not {PLAN_VERSION}")
-        return Plan(
-            method=d["method"],
-            buffers=[BufferSpec(**b) for b in d["buffers"]],
-            kernels=[KernelSpec(**k) for k in d["kernels"]],
-            dispatches=[DispatchSpec(**{**x, "workgroups": tuple(x["workgroups"])})
-                        for x in d["dispatches"]],
-            inputs=[IOSpec(**{**x, "shape": tuple(x["shape"])}) for x in d["inputs"]],
-            outputs=[IOSpec(**{**x, "shape": tuple(x["shape"])}) for x in d["outputs"]],
-            state=d["state"], limits=d["limits"], max_context=d.get("max_context"),
-            features=d.get("features", []), version=d["version"])
+        """The Plan of a `to_json()` text, every field checked (PlanError when malformed)."""
+        from .plan_json import plan_from_json
+
+        return plan_from_json(text)

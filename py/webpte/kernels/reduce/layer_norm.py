@@ -24,6 +24,8 @@ def _parse(A, call):
     dims = tuple(A.tensor(x).dims)
     norm = A.ints(shape_id)
     ids = A.value_list(outs)
+    if not ids:
+        raise A.unsupported(call, "layer norm with an empty output list")
     out = ids[0]
     # mean / rstd: written when the graph gives them as tensors.
     extra = [i if i is not None and isinstance(A.graph.values[i], TensorValue) else None
