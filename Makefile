@@ -45,15 +45,18 @@ lint: venv
 
 # Seeded, structure-aware fuzzing of the reader, planner, plan JSON, model folders and the
 # worker protocol (py/webpte/fuzz): every mutant must be valid or a typed error. Crashing
-# mutants and their reproducers land in out/fuzz/. Rerun a chunk with FUZZ_START.
+# mutants and their reproducers land in out/fuzz/. Rerun a chunk with FUZZ_START. The page's
+# plan validator (web/plan.js) gets FUZZ_JS_N plan mutants through node.
 .PHONY: fuzz
 FUZZ_N ?= 100000
 FUZZ_SEED ?= 0
 FUZZ_START ?= 0
+FUZZ_JS_N ?= 10000
 
 fuzz: venv
 	@mkdir -p $(XDG_RUNTIME_DIR) out/fuzz
-	$(BIN)/webpte fuzz -n $(FUZZ_N) --seed $(FUZZ_SEED) --start $(FUZZ_START) --out out/fuzz
+	$(BIN)/webpte fuzz -n $(FUZZ_N) --seed $(FUZZ_SEED) --start $(FUZZ_START) --out out/fuzz \
+	  --js $(FUZZ_JS_N)
 
 # Re-export the committed fixtures (needs the dev extra: torch 2.13.0 + executorch 1.5.1).
 fixtures: venv

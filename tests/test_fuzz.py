@@ -4,6 +4,7 @@ hangs) and one regression test per crash class it found."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from conftest import FIXTURES
 from webpte.errors import PlanError, UnsupportedOpError
 from webpte.fuzz import Fuzzer, run_fuzz
 from webpte.fuzz.flatbuf import program_sites
+from webpte.fuzz.plan_js import fuzz_plan_js
 from webpte.host.files import ModelFolderError, resolve_model_folder
 from webpte.plan import Plan, lower
 from webpte.program import plan_method
@@ -33,6 +35,15 @@ def test_ci_fuzz_run_has_no_crashes_and_no_hangs(tmp_path):
     pte = report.counts["pte"]
     # Both outcomes occur: the mutants are neither all rejected nor all harmless.
     assert pte["valid"] > 0.05 * CI_MUTANTS and pte["typed"] > 0.2 * CI_MUTANTS, report.summary()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="no node for web/plan.js")
+def test_the_page_plan_validator_refuses_with_plan_errors_only():
+    r = fuzz_plan_js(500, CI_SEED)
+    assert r["crashes"] == []
+    # Plan.from_json is at least as strict as parsePlan: what it takes, the page takes.
+    assert [d for d in r["disagree"] if d[1] == "valid"] == []
+    assert r["valid"] > 0 and r["typed"] > 0
 
 
 def test_a_mutant_is_rebuilt_from_its_seed_and_index():
@@ -102,6 +113,9 @@ def _edit(path, value):
     _edit(("inputs", 0, "shape"), [1 << 40]),
     _edit(("inputs", 0, "storage"), {}),
     _edit(("limits",), []),
+    _edit(("limits",), KeyError),             # required by the page's parsePlan too
+    _edit(("state",), KeyError),
+    _edit(("kernels", 0, "entry"), KeyError),
     _edit(("features",), [1]),
 ])
 def test_malformed_plan_json_is_a_plan_error(text_or_edit):

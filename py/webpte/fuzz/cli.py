@@ -30,6 +30,9 @@ def _arguments(f: argparse.ArgumentParser) -> None:
                    help="address-space limit of the process (a runaway allocation becomes a "
                         "MemoryError, counted as a crash, instead of swapping the machine)")
     f.add_argument("--out", default="out/fuzz", help="folder for crashing mutants")
+    f.add_argument("--js", type=int, default=0, metavar="N",
+                   help="also run N plan mutants through the page's validator (web/plan.js "
+                        "parsePlan, needs node) and compare its verdicts with Plan.from_json")
     f.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -67,7 +70,27 @@ def cmd_fuzz(args) -> int:
         shown.add(crash.signature)
         print(crash.reproducer())
     print(report.summary())
-    return 1 if report.crashes else 0
+    bad = len(report.crashes)
+    if args.js:
+        bad += _js(args.js, args.seed)
+    return 1 if bad else 0
+
+
+def _js(n: int, seed: int) -> int:
+    """The JS plan validator fuzz; the number of its findings."""
+    from .plan_js import fuzz_plan_js
+
+    r = fuzz_plan_js(n, seed)
+    # Python also checks informational fields: only plans it takes and the page refuses count.
+    looser = [d for d in r["disagree"] if d[1] == "valid"]
+    print(f"plan.js parsePlan: {r['mutants']} mutants: {r['valid']} valid, {r['typed']} "
+          f"PlanError, {len(r['crashes'])} crashes; {len(looser)} accepted by Plan.from_json "
+          f"and refused by parsePlan")
+    for i, steps, verdict in r["crashes"][:5]:
+        print(f"  js mutant {seed}:js:{i}: {verdict}; mutations: {steps}")
+    for i, _, _ in looser[:5]:
+        print(f"  js mutant {seed}:js:{i}: Plan.from_json accepts it, parsePlan refuses it")
+    return len(r["crashes"]) + len(looser)
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,8 @@
-"""A Plan from JSON given by anyone (`Plan.from_json`), checked field by field first: the same
-rules as the page's `parsePlan` (web/plan.js), so a plan one side refuses the other refuses
-too. Every problem is a PlanError naming the field."""
+"""A Plan from JSON given by anyone (`Plan.from_json`), checked field by field first: the
+rules of the page's `parsePlan` (web/plan.js), so a plan the page refuses is refused here
+too, plus the types of the informational fields (labels, value ids, op names) and integers
+that are JSON integers (JS cannot tell 16.0 from 16). Every problem is a PlanError naming
+the field."""
 
 from __future__ import annotations
 
@@ -96,9 +98,9 @@ def _init(init, size: int, i: int) -> None:
 
 def _kernel(k, i: int) -> KernelSpec:
     kw = _record(k, KernelSpec, f"kernel {i}")
-    _required(kw, ("id", "name", "wgsl"), f"kernel {i}")
+    _required(kw, ("id", "name", "wgsl", "entry"), f"kernel {i}")
     if not (type(kw["id"]) is int and isinstance(kw["name"], str)
-            and isinstance(kw["wgsl"], str) and isinstance(kw.get("entry", "main"), str)):
+            and isinstance(kw["wgsl"], str) and isinstance(kw["entry"], str)):
         _fail(f"kernel {i} has no id/name/wgsl/entry")
     return KernelSpec(**kw)
 
@@ -158,7 +160,8 @@ def plan_from_json(text: str) -> Plan:
     if d.get("version") != PLAN_VERSION or type(d.get("version")) is not int:
         _fail(f"version {d.get('version')!r:.20}, this webpte reads {PLAN_VERSION}")
     kw = _record(d, Plan, "the plan")
-    _required(kw, ("method", "buffers", "kernels", "dispatches", "inputs", "outputs"), "the plan")
+    _required(kw, ("method", "buffers", "kernels", "dispatches", "inputs", "outputs", "state",
+                   "limits"), "the plan")
     if not isinstance(kw["method"], str):
         _fail("method is not a string")
     buffers = [_buffer(b, i) for i, b in enumerate(_list(kw["buffers"], "buffers"))]
@@ -169,8 +172,8 @@ def plan_from_json(text: str) -> Plan:
     outputs = [_io(x, f"outputs[{i}]", buffers)
                for i, x in enumerate(_list(kw["outputs"], "outputs"))]
     state = [_buffer_id(s, len(buffers), f"state[{i}]")
-             for i, s in enumerate(_list(kw.get("state", []), "state"))]
-    limits = kw.get("limits", {})
+             for i, s in enumerate(_list(kw["state"], "state"))]
+    limits = kw["limits"]
     if not (isinstance(limits, dict) and all(_count(v) for v in limits.values())):
         _fail("limits is not an object of counts")
     max_context = kw.get("max_context")
