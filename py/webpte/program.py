@@ -11,6 +11,7 @@ from pathlib import Path
 from .errors import InputError, PlanError, UnsupportedOpError, WebpteError
 from .kernels.registry import missing_ops
 from .plan import Plan, lower
+from .plan.dynamic import specialize
 from .plan.method import method_graph
 from .pte import Graph, Method, PteProgram, open_source, read_program
 
@@ -35,11 +36,13 @@ FUSION = {"all": True, "elementwise": "elementwise", "none": False}
 
 
 def plan_method(prog: PteProgram, method: str = "forward", features=(),
-                fusion: str | None = None) -> Plan:
+                fusion: str | None = None, input_shapes=None) -> Plan:
     """Lower one method of a parsed program to a Plan (no GPU needed).
 
     `features`: WGSL language features the target has (kernel variants depend on them).
     `fusion`: "all", "elementwise" or "none"; None follows $WEBPTE_FUSE (default all).
+    `input_shapes`: dims of each input for a method exported with dynamic (upper-bound)
+    shapes; the graph is specialized to them (plan/dynamic.py).
     """
     if fusion is not None and fusion not in FUSION:
         raise InputError(f"fusion {fusion!r} is not one of {', '.join(FUSION)}")
@@ -47,6 +50,11 @@ def plan_method(prog: PteProgram, method: str = "forward", features=(),
     if m.is_constant:
         raise PlanError(f"method {method!r} is a constant method (value {m.constant!r})")
     graph, input_ids, output_ids, state_ids = method_parts(m)
+    if input_shapes is not None:
+        if not any(io.dynamic for io in m.inputs):
+            raise InputError(f"method {method!r} was exported with static shapes "
+                             f"({_describe_io(m.inputs)})")
+        graph = specialize(graph, input_ids, input_shapes)
     return lower(graph, method=method, input_ids=input_ids, output_ids=output_ids,
                  input_dtypes=[io.dtype for io in m.inputs],
                  output_dtypes=[io.dtype for io in m.outputs],
@@ -114,6 +122,35 @@ class Program:
             graph, ins, outs, state = method_parts(self.program.method(method))
             self.executor = ReferenceExecutor(self.plan, graph, ins, outs, self.data, state)
         self._positions = _position_input(self.plan)
+        self._dynamic = any(io.dynamic for io in self.program.method(method).inputs)
+        self._specialized: dict[tuple, object] = {}
+
+    def _executor_for(self, arrays):
+        """The executor for these inputs' dims: the exported plan's, or (for a method with
+        dynamic shapes) one planned for them, made once per distinct dims."""
+        import numpy as np
+
+        shapes = tuple(tuple(np.shape(a)) for a in arrays)
+        if not self._dynamic or shapes == tuple(tuple(s.shape) for s in self.plan.inputs):
+            return self.executor
+        if self.plan.state:
+            raise InputError("calls with other input dims are not supported for programs with "
+                             "persistent state (KV caches)")
+        if shapes not in self._specialized:
+            if self.backend == "webgpu":
+                from .native import Executor, wgsl_features
+
+                plan = plan_method(self.program, self.method_name, wgsl_features(),
+                                   input_shapes=shapes)
+                self._specialized[shapes] = Executor(plan, self.data)
+            else:
+                from .kernels.reference import ReferenceExecutor
+
+                plan = plan_method(self.program, self.method_name, input_shapes=shapes)
+                graph, ins, outs, state = method_parts(self.program.method(self.method_name))
+                self._specialized[shapes] = ReferenceExecutor(
+                    plan, specialize(graph, ins, shapes), ins, outs, self.data, state)
+        return self._specialized[shapes]
 
     @property
     def graph(self) -> Graph:
@@ -125,8 +162,9 @@ class Program:
         if len(arrays) != len(self.plan.inputs):
             raise InputError(f"{self.method_name} takes {len(self.plan.inputs)} inputs "
                              f"({_describe(self.plan.inputs)}), got {len(arrays)}")
+        executor = self._executor_for(arrays)
         self._check_context(arrays)
-        return self.executor.run(list(arrays))
+        return executor.run(list(arrays))
 
     def _check_context(self, arrays) -> None:
         import numpy as np
@@ -164,6 +202,10 @@ def _position_input(plan: Plan):
 
 def _describe(specs) -> str:
     return ", ".join(f"{s.dtype}{list(s.shape)}" for s in specs)
+
+
+def _describe_io(ios) -> str:
+    return ", ".join(f"{io.dtype}{list(io.shape or [])}" for io in ios)
 
 
 def load(path, method: str = "forward", *, backend: str = "webgpu") -> Program:

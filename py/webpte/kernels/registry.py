@@ -38,6 +38,9 @@ class OpUnit:
     # element(A, call) -> kernels.elementwise.Element, for ops that map one element of
     # same-shaped (or 0-d) operands to one output element: lets the planner fuse chains.
     element: Callable | None = None
+    # shape(values, call) -> {output value id: dims}: the outputs' dims for other input dims
+    # (dynamic shapes, plan/dynamic.py). Elementwise units broadcast without one.
+    shape: Callable | None = None
 
 
 _REGISTRY: dict[str, OpUnit] | None = None

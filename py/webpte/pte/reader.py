@@ -33,10 +33,15 @@ class MethodIO:
     dtype: str | None = None
     shape: tuple[int, ...] | None = None
     name: str | None = None
+    # shape_dynamism DYNAMIC_BOUND: `shape` is an upper bound, a call may pass smaller dims
+    dynamic: bool = False
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "dtype": self.dtype,
-                "shape": list(self.shape) if self.shape is not None else None}
+        out = {"name": self.name, "kind": self.kind, "dtype": self.dtype,
+               "shape": list(self.shape) if self.shape is not None else None}
+        if self.dynamic:
+            out["dynamic"] = "bound"
+        return out
 
 
 @dataclass(frozen=True)
@@ -313,7 +318,11 @@ def _evalue_io(t: FbTable, idx: int) -> MethodIO:
             raise PteFormatError(f"unknown scalar type {st}", field=f"values[{idx}].scalar_type")
         sizes = tuple(body.scalars(2, "i32", "sizes"))
         check_dims(sizes, f"values[{idx}].sizes")
-        return MethodIO(idx, "tensor", _SCALAR_TYPES[st], sizes)
+        dynamism = body.scalar(8, "i8")
+        if dynamism not in (0, 1, 2):
+            raise PteFormatError(f"unknown shape dynamism {dynamism}",
+                                 field=f"values[{idx}].shape_dynamism")
+        return MethodIO(idx, "tensor", _SCALAR_TYPES[st], sizes, dynamic=dynamism != 0)
     return MethodIO(idx, kind or "null")
 
 

@@ -232,6 +232,29 @@ def reference(R, call) -> None:
     R.set(c.out, y.reshape(R.args.tensor(c.out).dims))
 
 
+def shape(values, call) -> dict[int, tuple[int, ...]]:
+    """The output's dims for the call's (possibly other) input dims: dynamic shapes."""
+    x, w = (values[v].dims for v in call.args[:2])
+    stride, pad, dil, transposed, out_pad, groups = (values[v] for v in call.args[3:9])
+    rank = len(x) - 2
+
+    def per_dim(v) -> tuple[int, ...]:
+        v = v if isinstance(v, tuple) else (v,)
+        return v * rank if len(v) == 1 else v
+
+    stride, pad, dil, out_pad = map(per_dim, (stride, pad, dil, out_pad))
+    if transposed:
+        co = w[1] * groups
+        sp = [(x[2 + i] - 1) * stride[i] - 2 * pad[i] + dil[i] * (w[2 + i] - 1) + out_pad[i] + 1
+              for i in range(rank)]
+    else:
+        co = w[0]
+        sp = [(x[2 + i] + 2 * pad[i] - dil[i] * (w[2 + i] - 1) - 1) // stride[i] + 1
+              for i in range(rank)]
+    return {call.args[-1]: (x[0], co, *sp)}
+
+
 UNITS = [OpUnit(("aten.convolution.default", "et_vk.conv_with_clamp.default"), lower, reference,
                 {"aten.convolution.default": "Tf Tf Tf? I I I b I i Tf",
-                 "et_vk.conv_with_clamp.default": "Tf Tf Tf? I I I b I i f? f? Tf"})]
+                 "et_vk.conv_with_clamp.default": "Tf Tf Tf? I I I b I i f? f? Tf"},
+                shape=shape)]
