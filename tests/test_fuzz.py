@@ -181,3 +181,32 @@ def test_deeply_nested_meta_files_are_refused(tmp_path):
     (tmp_path / "webpte_model.json").write_text(deep)
     with pytest.raises(ModelFolderError, match="not valid JSON"):
         resolve_model_folder(tmp_path)
+
+
+@pytest.mark.parametrize("factor", [float("inf"), float("nan"), 0.0, -2.0])
+def test_upsample_with_a_non_finite_scale_factor_is_unsupported(factor):
+    g = GraphBuilder()   # was OverflowError in kernels/conv/resample.py
+    x, o = g.tensor(np.float32, (1, 1, 4, 4)), g.tensor(np.float32, (1, 1, 8, 8))
+    g.op("aten.upsample_nearest2d.vec", x, g.scalar(None), g.scalar((factor, 2.0)), o)
+    graph, _ = g.build([x], [o])
+    with pytest.raises(UnsupportedOpError, match="finite and positive"):
+        lower(graph)
+
+
+@pytest.mark.parametrize("eps", [1e300, float("inf"), float("nan")])
+def test_a_float_argument_beyond_f32_in_a_kernel_is_a_plan_error(eps):
+    g = GraphBuilder()   # was OverflowError in kernels/render.py (ValueError for inf/NaN)
+    x, out = g.tensor(np.float32, (2, 3)), g.tensor(np.float32, (2, 3))
+    mean, rstd = g.tensor(np.float32, (2, 1)), g.tensor(np.float32, (2, 1))
+    g.op("aten.native_layer_norm.default", x, g.scalar((3,)), g.scalar(None), g.scalar(None),
+         g.scalar(eps), g.value_list([out, mean, rstd]))
+    graph, _ = g.build([x], [out])
+    with pytest.raises(PlanError, match="no WGSL f32 literal"):
+        lower(graph)
+
+
+def test_a_float_parameter_word_beyond_f32_is_a_plan_error():
+    from webpte.plan.lowering import _word
+
+    with pytest.raises(PlanError, match="beyond float32"):   # was OverflowError
+        _word(1e300)

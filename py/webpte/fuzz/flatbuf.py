@@ -90,6 +90,7 @@ class Site:
     group: str = ""
     target: int = 0
     domain: int = 0
+    kinds: tuple[int, ...] = ()   # "id": the union tag of every value of its graph
 
 
 class _Walk:
@@ -97,6 +98,7 @@ class _Walk:
         self.buf, self.base, self.schema = buf, base, schema
         self.sites: list[Site] = []
         self.values = 0   # value count of the graph/plan being walked (domain of ids)
+        self.kinds: tuple[int, ...] = ()
 
     def u32(self, at: int) -> int:
         return struct.unpack_from("<I", self.buf, at)[0]
@@ -115,7 +117,8 @@ class _Walk:
         self.add(pos, "vtable", "i", f"{path}.<vtable offset>")
         fields = self.schema[tname]
         if tname in ("ExecutionPlan", "VkGraph"):
-            self.values = self._count(pos, vt, vt_len, 2)
+            self.kinds = self._value_tags(pos, vt, vt_len)
+            self.values = len(self.kinds)
         for slot, (fname, kind) in sorted(fields.items()):
             voff = 4 + 2 * slot
             if voff >= vt_len:
@@ -125,10 +128,20 @@ class _Walk:
             if rel:
                 self.field(pos + rel, kind, f"{path}.{fname}", tname, pos, vt, vt_len, slot)
 
-    def _count(self, pos: int, vt: int, vt_len: int, slot: int) -> int:
-        voff = 4 + 2 * slot
-        rel = struct.unpack_from("<H", self.buf, vt + voff)[0] if voff < vt_len else 0
-        return self.u32(pos + rel + self.u32(pos + rel)) if rel else 0
+    def _value_tags(self, pos: int, vt: int, vt_len: int) -> tuple[int, ...]:
+        """The union tag of each entry of the table's `values` vector (slot 2)."""
+        rel = struct.unpack_from("<H", self.buf, vt + 8)[0] if vt_len > 8 else 0
+        if not rel:
+            return ()
+        start = pos + rel + self.u32(pos + rel)
+        tags = []
+        for i in range(self.u32(start)):
+            at = start + 4 + 4 * i
+            value = at + self.u32(at)
+            value_vt = value - struct.unpack_from("<i", self.buf, value)[0]
+            tag_rel = struct.unpack_from("<H", self.buf, value_vt + 4)[0]
+            tags.append(self.buf[value + tag_rel] if tag_rel else 0)
+        return tuple(tags)
 
     def field(self, at: int, kind, path: str, tname: str, pos: int, vt: int, vt_len: int,
               slot: int) -> None:
@@ -165,7 +178,8 @@ class _Walk:
         for i in range(min(n, 64)):   # long byte vectors: the first elements are enough
             kind_i = "id" if form == "ids" else "scalar"
             self.add(start + 4 + width * i, kind_i, inner, f"{path}[{i}]",
-                     group=path.rsplit(".", 1)[-1], domain=self.values)
+                     group=path.rsplit(".", 1)[-1], domain=self.values,
+                     kinds=self.kinds if form == "ids" else ())
 
 
 def _root(walk: _Walk, name: str) -> None:

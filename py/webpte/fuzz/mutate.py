@@ -47,9 +47,17 @@ def _interesting(fmt: str, old, path: str, size: int, rng: random.Random):
         return rng.choice([*range(9), 11, 127, -1])
     bits = 8 * _WIDTH[fmt]
     small = rng.randint(-4, 20)
+    if "int_val" in path or "<IntList>.items" in path:   # dims, sizes, strides, flags
+        return rng.choice([small, small, small, -old, old + 1, old - 1, 0, -1, 1 << 31, 1 << 62])
     return rng.choice([0, 1, 2, 3, -1, small, small, old + 1, old - 1, old * 2, -old, size,
                        (1 << (bits - 1)) - 1, 1 << (bits - 1), (1 << bits) - 1,
                        rng.randrange(1 << bits)])
+
+
+# Fields of a graph's values whose change keeps the graph well-formed.
+_GRAPH = ("<VkTensor>.dims[", "<VkTensor>.datatype", "<Int>.int_val", "<IntList>.items[",
+          "<Double>.double_val", "<Bool>.bool_val", "<DoubleList>.items[", "<Tensor>.sizes[",
+          "<Tensor>.scalar_type")
 
 
 def _pick(sites: list[Site], rng: random.Random, kinds: tuple[str, ...]) -> Site | None:
@@ -58,8 +66,8 @@ def _pick(sites: list[Site], rng: random.Random, kinds: tuple[str, ...]) -> Site
 
 
 def _structural(buf: bytearray, sites: list[Site], rng: random.Random) -> str:
-    op = rng.choice(["scalar", "scalar", "tag", "id", "id", "id", "swap", "length", "redirect",
-                     "redirect", "offset", "vtable", "string"])
+    op = rng.choice(["scalar", "scalar", "graph", "graph", "graph", "tag", "id", "id", "id",
+                     "swap", "length", "redirect", "redirect", "offset", "vtable", "string"])
     size = len(buf)
     if op == "redirect":   # point an offset at another table/vector/string of the same group
         s = _pick(sites, rng, ("offset",))
@@ -81,6 +89,15 @@ def _structural(buf: bytearray, sites: list[Site], rng: random.Random) -> str:
             _write(buf, other.pos, other.fmt, a)
             return f"swap {s.path} ({a}) and {other.path} ({b})"
         op = "scalar"
+    if op == "graph":   # a graph that stays well-formed: other dims, ints, lists, dtypes
+        pool = [p for p in sites if p.kind == "scalar" and any(k in p.path for k in _GRAPH)]
+        if pool:
+            s = rng.choice(pool)
+            old = _read(buf, s)
+            new = _interesting(s.fmt, old, s.path, size, rng)
+            _write(buf, s.pos, s.fmt, new)
+            return f"graph {s.path} @{s.pos} ({s.fmt}) {old!r} -> {new!r}"
+        op = "scalar"
     kinds = {"scalar": ("scalar",), "tag": ("tag",), "id": ("id",), "length": ("length",),
              "offset": ("offset",), "vtable": ("vtable",), "string": ("offset",)}[op]
     s = _pick(sites, rng, kinds)
@@ -95,6 +112,10 @@ def _structural(buf: bytearray, sites: list[Site], rng: random.Random) -> str:
         return f"string byte @{at} of {s.path} -> {new_byte:#x}"
     if op == "tag":
         new = rng.choice([*range(s.domain), s.domain, 255])
+    elif op == "id" and s.kinds and 0 <= old < len(s.kinds) and rng.random() < 0.6:
+        # Another value of the same kind (tensor for tensor, int for int): the op's schema
+        # still holds and the unit sees other shapes, dtypes or aliasing.
+        new = rng.choice([j for j, k in enumerate(s.kinds) if k == s.kinds[old]])
     elif op == "id":
         n = max(s.domain, 1)
         new = rng.choice([rng.randrange(n)] * 6 + [-1, n, n + 1, (1 << 31) - 1])

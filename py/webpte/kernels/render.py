@@ -9,6 +9,8 @@ from pathlib import Path
 
 import jinja2
 
+from ..errors import PlanError
+
 
 def shaders_dir() -> Path:
     """The folder of `*.wgsl.j2` templates (packaged copy first, then the source tree)."""
@@ -39,9 +41,13 @@ def _env() -> jinja2.Environment:
 def wgsl_f32(v: float) -> str:
     """A WGSL f32 literal that round-trips the value exactly."""
     v = float(v)
-    if v != v or v in (float("inf"), float("-inf")):
-        raise ValueError(f"{v} has no WGSL f32 literal")
-    return f"bitcast<f32>({_f32_bits(v)}u)"
+    try:
+        if v != v or v in (float("inf"), float("-inf")):
+            raise OverflowError
+        return f"bitcast<f32>({_f32_bits(v)}u)"
+    except OverflowError:   # a graph's float argument beyond f32: no WGSL constant has it
+        raise PlanError(f"{v} has no WGSL f32 literal (NaN, infinite or beyond float32)"
+                        ) from None
 
 
 def _f32_bits(v: float) -> int:

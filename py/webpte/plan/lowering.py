@@ -25,7 +25,10 @@ WORKGROUP = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 def _word(v) -> int:
     """One 32-bit word: f32 bits of a float, two's complement of an int."""
     if isinstance(v, float):
-        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        try:
+            bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        except OverflowError:
+            raise PlanError(f"parameter {v!r} is beyond float32") from None
         if struct.unpack("<f", struct.pack("<I", bits))[0] != v and v == v:
             raise PlanError(f"parameter {v!r} is not exactly representable as f32")
         return bits
