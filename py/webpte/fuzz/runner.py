@@ -66,6 +66,7 @@ class Report:
     crashes: list[Crash] = field(default_factory=list)
     seconds: float = 0.0
     slowest: tuple[float, int] = (0.0, -1)
+    typed: dict[str, int] = field(default_factory=dict)   # typed errors by class name
 
     def count(self, target: str, outcome: str) -> None:
         per = self.counts.setdefault(target, {"valid": 0, "typed": 0, "crash": 0, "hang": 0})
@@ -80,6 +81,9 @@ class Report:
                  f"{self.total('valid')} valid, {self.total('typed')} typed errors, "
                  f"{self.total('crash')} crashes, {self.total('hang')} hangs "
                  f"(slowest mutant {self.slowest[1]}: {self.slowest[0] * 1e3:.0f} ms)"]
+        if self.typed:
+            lines.append("  typed errors: " + ", ".join(
+                f"{n} {k}" for k, n in sorted(self.typed.items(), key=lambda kv: -kv[1])))
         for name, c in sorted(self.counts.items()):
             lines.append(f"  {name:7s} {sum(c.values()):7d} mutants: {c['valid']} valid, "
                          f"{c['typed']} typed, {c['crash']} crashes, {c['hang']} hangs")
@@ -104,6 +108,7 @@ class Fuzzer:
         self.targets = {name: makers[name]() for name in targets}
         self.names = list(self.targets)
         self.weights = [WEIGHTS[n] for n in self.names]
+        self.typed_name: str | None = None   # the last mutant's typed error
 
     def close(self) -> None:
         for t in self.targets.values():
@@ -117,14 +122,15 @@ class Fuzzer:
         target = self.targets[name]
         mutant, source, steps = target.mutant(rng)
         t0 = time.perf_counter()
-        outcome, crash = "valid", None
+        outcome, crash, self.typed_name = "valid", None, None
         previous = signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, time_limit)
         try:
-            if target.run(mutant, rng) is not None:
+            self.typed_name = target.run(mutant, rng)
+            if self.typed_name is not None:
                 outcome = "typed"
-        except WebpteError:
-            outcome = "typed"
+        except WebpteError as e:
+            outcome, self.typed_name = "typed", type(e).__name__
         except _Hang:
             outcome = "hang"
             crash = Crash(seed, index, name, source, steps,
@@ -157,6 +163,8 @@ def run_fuzz(n: int, seed: int = 0, *, start: int = 0, targets: tuple[str, ...] 
         for index in range(start, start + n):
             name, outcome, crash, seconds = fuzzer.one(seed, index, time_limit)
             report.count(name, outcome)
+            if outcome == "typed":
+                report.typed[fuzzer.typed_name] = report.typed.get(fuzzer.typed_name, 0) + 1
             if seconds > report.slowest[0]:
                 report.slowest = (seconds, index)
             if crash is not None:
