@@ -66,7 +66,9 @@ def lower(L, call) -> None:
 
 # -- numpy reference (float32, the kernel's formulas) --------------------------------------
 
-_F = np.float32
+def _F(v):
+    """A float32 scalar (numpy is read at call time: planning in the page has none)."""
+    return np.float32(v)
 
 
 def _unnormalize(g: np.ndarray, size: int, align: bool) -> np.ndarray:
@@ -122,7 +124,7 @@ def sample(img: np.ndarray, grid: np.ndarray, s: GridSample) -> np.ndarray:
         rows = []
         for i in range(4):
             ty = _pad(y0 + _F(i - 1), s.h, s.padding, s.align_corners).astype(np.int64)
-            acc = np.zeros((s.n, s.c, s.oh, s.ow), _F)
+            acc = np.zeros((s.n, s.c, s.oh, s.ow), np.float32)
             for j in range(4):
                 tx = _pad(x0 + _F(j - 1), s.w, s.padding, s.align_corners).astype(np.int64)
                 acc = acc + _tap(img, ty, tx) * wx[j][:, None]
@@ -139,7 +141,7 @@ def sample(img: np.ndarray, grid: np.ndarray, s: GridSample) -> np.ndarray:
     ex, ey = ix - x0, iy - y0          # weights of the east / south neighbours
     wx0, wy0 = x0 + _F(1) - ix, y0 + _F(1) - iy
     x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
-    out = np.zeros((s.n, s.c, s.oh, s.ow), _F)
+    out = np.zeros((s.n, s.c, s.oh, s.ow), np.float32)
     for ty, tx, wgt in ((y0, x0, wx0 * wy0), (y0, x0 + 1, ex * wy0),
                         (y0 + 1, x0, wx0 * ey), (y0 + 1, x0 + 1, ex * ey)):
         out = out + wgt[:, None] * _tap(img, ty, tx)
