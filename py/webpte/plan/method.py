@@ -58,7 +58,8 @@ def edge_names(kernel: str) -> list[str]:
         names = [overload[:-4], f"dim_{overload[:-4]}"]
     else:
         names = [overload]
-    return [f"{base}.{n}" for n in names]
+    # Last: the out variant itself, for units of forms no edge op has (scalar_tensor.out).
+    return [f"{base}.{n}" for n in names] + ([f"{base}.{overload}"] if overload else [])
 
 
 def _edge_op(kernel: str, graph_values: list, args: tuple[int, ...], node: int) -> OpCall:

@@ -1,0 +1,44 @@
+"""aten.scalar_tensor.out, the portable kernel call `scalar_tensor.out(s, *, out)` (no
+dtype/layout/device arguments, unlike the edge op the creation family runs): a 0-d tensor
+holding `s` in the output's dtype, by the same fill element (fusible)."""
+
+from __future__ import annotations
+
+import math
+
+from ...plan.storage import storage_of
+from .._np import np
+from ..element import Element
+from ..elementwise.binary import lower_broadcast
+from ..elementwise.unary import to_f32, to_storage_array
+from ..registry import OpUnit
+
+_NAME = "aten.scalar_tensor.out"
+
+
+def element(A, call) -> Element:
+    s, out = call.args
+    v = A.float(s) if type(A.graph.values[s]) is not bool else float(A.graph.values[s])
+    to = A.tensor(out)
+    kind = storage_of(to)
+    if kind == "f32":
+        return Element("fill", (), out, "f32", runtime=(to_f32(v),))
+    if kind == "bool":
+        return Element("fill", (), out, "i32", runtime=(int(v != 0),))
+    if kind != "i32" or not math.isfinite(v) or not -2 ** 31 <= v < 2 ** 31:
+        raise A.unsupported(call, f"scalar_tensor {v} into a {to.dtype.numpy_name} tensor")
+    return Element("fill", (), out, "i32", runtime=(int(v),))
+
+
+def lower(L, call) -> None:
+    lower_broadcast(L, element(L.args, call))
+
+
+def reference(R, call) -> None:
+    e = element(R.args, call)
+    to = R.args.tensor(e.out)
+    ty = np.float32 if e.ty == "f32" else np.int32
+    R.set(e.out, to_storage_array(np.full(to.dims, e.runtime[0], ty), storage_of(to)))
+
+
+UNITS = [OpUnit((_NAME,), lower, reference, {_NAME: "* T"}, element=element)]
