@@ -8,7 +8,7 @@ from harness import assert_close
 from test_fusion_q8 import CASES, DUAL, EPILOGUES, _epilogue_graph, _pair_graph
 from test_op_q8 import VARIANTS, int8, linear_graph, linear_operands, require_dot4
 from webpte.errors import PlanError
-from webpte.kernels.quantized.linear_q8 import DECODE_HINT, decode_variant
+from webpte.kernels.quantized.linear_q8 import DECODE_HINT, decode_hint, decode_variant
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
 from webpte.plan import lower
@@ -110,6 +110,7 @@ def test_splitk_dual_epilogue_is_bitwise_unfused(gpu, features, case, ops, n_fus
 
 def test_variant_hint_and_shape():
     assert decode_variant(()) == "skinny"
+    assert decode_hint("CPU") == SKINNY and decode_hint("DiscreteGPU") == SPLITK
     assert decode_variant({SPLITK, "packed_4x8_integer_dot_product"}) == "splitk"
     with pytest.raises(PlanError, match="not one of"):
         decode_variant({DECODE_HINT + "nope"})

@@ -198,8 +198,9 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
         raise PlanError(f"dual linear at node {pair.add}: {len(bufs)} bindings")
     cost = linear_cost(pair.m, pair.n, pair.k, 2, 1, 2 + (bias_buf is not None),
                        4 * pair.m * pair.n * len(pair.epilogue_inputs))
-    if decode_variant(L.features) == "splitk":
-        kern, groups = splitk_kernel(L, pair.m, pair.n, pair.k, 2, x_float=False,
+    variant = decode_variant(L.features)
+    if variant != "skinny":
+        kern, groups = splitk_kernel(L, variant, pair.m, pair.n, pair.k, 2, x_float=False,
                                      has_bias=bias_buf is not None, biases=has_bias,
                                      add=pair.add_element, epilogue=epilogue)
         L.dispatch(kern, bufs, groups, label=label, cost=cost)

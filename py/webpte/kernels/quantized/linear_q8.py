@@ -32,19 +32,25 @@ from .._np import np
 from ..registry import OpUnit
 from .quantize import f32, quantize_params, quantize_reference
 
-__all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT4_FEATURE", "decode_variant", "linear_cost",
-           "splitk_kernel", "tiling", "UNITS"]
+__all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT4_FEATURE", "decode_hint", "decode_variant",
+           "linear_cost", "splitk_kernel", "tiling", "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
 SKINNY_ROWS = 8  # up to this many rows, a decode kernel (no workgroup staging) is used
 
 # Decode kernels (<= SKINNY_ROWS rows) as data. "skinny": one output column per invocation,
-# W rows read straight (fastest on CPU adapters). "splitk": a workgroup of `lanes` lanes per
-# `cols` columns, lanes striding over K words (coalesced reads, enough workgroups for a GPU).
-DECODE_VARIANTS: dict[str, dict[str, int]] = {"skinny": {}, "splitk": {"lanes": 64, "cols": 4}}
+# W rows read straight (fastest on CPU adapters). "splitk*": a workgroup of `lanes` lanes per
+# `cols` columns, lanes striding over K words (coalesced reads, enough workgroups for a GPU);
+# fewer lanes make the workgroup-memory sum cheaper where lanes run one after another (CPUs).
+DECODE_VARIANTS: dict[str, dict[str, int]] = {"skinny": {}, "splitk": {"lanes": 64, "cols": 4},
+                                              "splitk16": {"lanes": 16, "cols": 4}}
 # A planner hint among the lowering's features ("q8_decode:splitk"); without one, skinny.
 DECODE_HINT = "q8_decode:"
+# The variant per adapter type (wgpu's adapter_type), measured with `webpte bench --roofline
+# --variants`: on lavapipe and SwiftShader the split-K kernels take 1.2-2.1x skinny's time.
+DECODE_BY_ADAPTER = {"CPU": "skinny"}
+GPU_DECODE = "splitk"
 WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
 
 
@@ -57,6 +63,11 @@ def decode_variant(features) -> str:
     return name
 
 
+def decode_hint(adapter_type: str) -> str:
+    """The planner hint that picks the decode kernel for an adapter of this type."""
+    return DECODE_HINT + DECODE_BY_ADAPTER.get(adapter_type, GPU_DECODE)
+
+
 def linear_cost(m: int, n: int, k: int, passes: int = 1, x_bytes: int = 1,
                 per_channel: int = 2, extra_bytes: int = 0) -> dict[str, int]:
     """Work of `passes` linears on one W (DispatchSpec.cost): W, x and per-channel words
@@ -65,13 +76,14 @@ def linear_cost(m: int, n: int, k: int, passes: int = 1, x_bytes: int = 1,
             "macs": passes * m * n * k}
 
 
-def splitk_kernel(L, m: int, n: int, k: int, passes: int, **params):
-    """(kernel, workgroups) of linear_q8_splitk for `passes` linears on one W.
+def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, **params):
+    """(kernel, workgroups) of linear_q8_splitk (DECODE_VARIANTS[variant]) for `passes`
+    linears on one W.
 
     Rows are read 16 bytes a lane when K % 16 == 0 and that still gives every lane a word;
     at least m * cols lanes (they finish the outputs), and the partial sums fit the
     workgroup memory (fewer columns otherwise)."""
-    v = DECODE_VARIANTS["splitk"]
+    v = DECODE_VARIANTS[variant]
     vec4 = k % 16 == 0 and k // 16 >= v["lanes"]
     words = k // 16 if vec4 else k // 4
     cols = min(v["cols"], n)
@@ -146,8 +158,9 @@ def lower(L, call) -> None:
     q = quantize_params(s, zp)
     common = dict(m=m, n=n, k=k, kw=k // 4, dot4=DOT4_FEATURE in L.features,
                   x_float=x_kind == "f32", has_bias=bias is not None)
-    if m <= SKINNY_ROWS and decode_variant(L.features) == "splitk":
-        kern, groups = splitk_kernel(L, m, n, k, 1, x_float=x_kind == "f32",
+    variant = decode_variant(L.features)
+    if m <= SKINNY_ROWS and variant != "skinny":
+        kern, groups = splitk_kernel(L, variant, m, n, k, 1, x_float=x_kind == "f32",
                                      has_bias=bias is not None, biases=[bias is not None],
                                      add=None, epilogue=None)
     elif m <= SKINNY_ROWS:
