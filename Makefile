@@ -86,6 +86,7 @@ web: web-deps
 
 test-web: web model
 	node --test tests/js/
+	npm run -s typecheck
 	node --test --test-concurrency=1 tests/browser/
 
 # The demo: a static site in dist/ (index.html, demo/, sw.js, and the built SmolLM2 folder as

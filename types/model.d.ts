@@ -110,6 +110,15 @@ export class Model {
     disposed: boolean;
     /** @private @type {Set<AbortController>} generations in flight (dispose stops them) */
     private running;
+    /** @private @type {Set<string>} image URLs whose vision rows the worker holds */
+    private imagesSent;
+    /**
+     * OpenAI-style chat completions (web/chat.js): `model.chat.completions.create({messages, stream, ...})`.
+     * @type {{completions: Completions}}
+     */
+    chat: {
+        completions: Completions;
+    };
     /**
      * Answer `prompt` (optionally about `image`) in this conversation. Yields
      * `{type: 'text', text}` pieces as they are decoded (a partial UTF-8 character is held back),
@@ -155,6 +164,7 @@ export class Model {
      * @returns {Promise<void>}
      */
     dispose(): Promise<void>;
+    #private;
 }
 /**
  * a piece of the answer
@@ -226,3 +236,4 @@ export type Capabilities = {
      */
     warnings: string[];
 };
+import { Completions } from './chat.js';

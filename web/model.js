@@ -9,6 +9,7 @@
 //   model.reset();            // a new conversation; otherwise follow-ups reuse the KV cache
 //   await model.dispose();
 
+import { Completions } from './chat.js';
 import { resolveURL, runtime } from './client.js';
 import { DisposedError, InputError } from './errors.js';
 import { imagePixels } from './image.js';
@@ -119,6 +120,13 @@ export class Model {
     this.disposed = false;
     /** @private @type {Set<AbortController>} generations in flight (dispose stops them) */
     this.running = new Set();
+    /** @private @type {Set<string>} image URLs whose vision rows the worker holds */
+    this.imagesSent = new Set();
+    /**
+     * OpenAI-style chat completions (web/chat.js): `model.chat.completions.create({messages, stream, ...})`.
+     * @type {{completions: Completions}}
+     */
+    this.chat = { completions: new Completions(this, (req, opts) => this.#chatEvents(req, opts)) };
   }
 
   /**
@@ -156,11 +164,46 @@ export class Model {
     const transfer = [];
     if (image != null) {
       if (!this.hasVision) throw new InputError(`model ${this.name} has no vision program; it takes text only`);
-      const [h, w] = this.imageSize;
-      const px = await imagePixels(image, h, w);
-      pixels = { data: new Uint8Array(px.data), height: h, width: w }; // a copy the worker may own
+      pixels = await this.#pixels(image);
       transfer.push(pixels.data.buffer);
     }
+    yield* this.#events({ prompt, image: pixels, ...options }, { transfer, signal });
+  }
+
+  /** RGBA pixels at the vision program's size, in a buffer the worker may own. */
+  async #pixels(image) {
+    const [h, w] = this.imageSize;
+    const px = await imagePixels(image, h, w);
+    return { data: new Uint8Array(px.data), height: h, width: w };
+  }
+
+  /** A chat request (chat.js `chatRequest`) as worker events: images by URL, sent once each. */
+  async *#chatEvents(req, { signal }) {
+    if (this.disposed) throw new DisposedError('this model was disposed; load it again');
+    const urls = [...req.history.map((m) => m.image), req.image].filter((u) => u != null);
+    const images = {};
+    const transfer = [];
+    for (const url of new Set(urls)) {
+      if (this.imagesSent.has(url)) continue;
+      let blob;
+      try {
+        blob = await (await fetch(url)).blob();
+      } catch (err) {
+        throw new InputError(`the image ${url.slice(0, 80)} could not be fetched (${err.message}); pass a data:, blob: or same-origin URL`);
+      }
+      images[url] = await this.#pixels(blob);
+      transfer.push(images[url].data.buffer);
+    }
+    const content = { prompt: req.prompt, history: req.history, imageKey: req.image, images, stop: req.stop, ...req.options };
+    try {
+      yield* this.#events(content, { transfer, signal });
+    } finally {
+      for (const url of Object.keys(images)) this.imagesSent.add(url);
+    }
+  }
+
+  /** Stream one `generate` request's events, then its done event. */
+  async *#events(content, { transfer, signal }) {
     const stop = new AbortController();
     this.running.add(stop);
     const signals = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
@@ -168,7 +211,7 @@ export class Model {
     let wake = null;
     let settled = null;
     const ping = () => { wake?.(); wake = null; };
-    this.client.request('generate', { handle: this.handle, prompt, image: pixels, ...options },
+    this.client.request('generate', { handle: this.handle, ...content },
       { transfer, signal: signals, onEvent: (e) => { queue.push(e); ping(); } })
       .then((done) => { settled = { done }; }, (error) => { settled = { error }; })
       .finally(ping);

@@ -4,6 +4,7 @@
 // and logits between the tokenizer, the executors and Python.
 
 import { tokenizersURL } from './assets.js';
+import { StopText } from './chat.js';
 import { DisposedError, InputError, ModelFolderError } from './errors.js';
 import { EmbeddingTable, PromptRows } from './embeddings.js';
 import { LocalFolder, UrlFolder, findMeta, readModelFiles } from './files.js';
@@ -40,7 +41,7 @@ class WorkerModel {
     const folder = files ? new LocalFolder(files) : new UrlFolder(base);
     const booting = bootPython(emit);
     const meta = await findMeta(folder);
-    const { glue } = await booting;
+    const { glue, pyodide } = await booting;
     // undefined, not null: Pyodide hands JS null to Python as JsNull, undefined as None
     const manifest = callPy(() => glue.model_manifest(meta?.name ?? '', meta?.bytes ? text(meta.bytes) : undefined, folder.where),
       'reading the model folder');
@@ -55,6 +56,7 @@ class WorkerModel {
     try {
       m.decoder = await loadExecutor(file('decoder'), { fusion, emit });
       if (file('vision')) m.vision = await loadExecutor(file('vision'), { fusion, emit });
+      m.py = { glue, pyodide };
       m.setup(glue, file, await tokenizerClass());
     } catch (err) {
       m.dispose();
@@ -71,6 +73,8 @@ class WorkerModel {
     this.vision = null;
     this.session = null;
     this.images = []; // image embeddings of the conversation, [rows, hidden] each
+    /** @type {Map<string, Float32Array>} vision rows of the chat API's images, by URL */
+    this.imageRows = new Map();
   }
 
   setup(glue, file, Tokenizer) {
@@ -133,26 +137,30 @@ class WorkerModel {
    * done event's fields.
    */
   async generate(opts, emit, signal) {
-    const { prompt, image = null, maxNewTokens = 256, temperature = 0, topK = 0, topP = 1,
-      repetitionPenalty = 1, seed = null } = opts;
+    const { prompt, maxNewTokens = 256, temperature = 0, topK = 0, topP = 1,
+      repetitionPenalty = 1, seed = null, history = null, stop = [] } = opts;
     if (typeof prompt !== 'string') throw new InputError('generate({prompt}) takes the question as a string');
     const session = this.session;
     let images = this.images;
     let vision_s = 0;
-    if (image) {
-      if (!this.vision) throw new InputError(`model ${this.manifest.name} has no vision program; it takes text only`);
-      const [h, w] = this.imageSize;
-      const t = performance.now();
-      const [rows] = await this.vision.executor.run([{ data: pixelValues(image.data, image.height, image.width), shape: [1, 3, h, w] }]);
-      vision_s = (performance.now() - t) / 1000;
-      images = [...images, rows];
+    const t = performance.now();
+    if (history) { // the chat API: the conversation comes with the request
+      images = [];
+      for (const m of history) if (m.image != null) images.push(await this.#imageByURL(m.image, opts.images));
+      this.#setTurns(history);
     }
+    let image = null;
+    if (opts.image) image = await this.#vision(opts.image);
+    else if (opts.imageKey != null) image = await this.#imageByURL(opts.imageKey, opts.images);
+    if (image) images = [...images, image];
+    vision_s = (performance.now() - t) / 1000;
     const ids = this.tokenizer.encode(callPy(() => session.render(prompt, !!image), 'rendering the prompt'));
     const rows = new PromptRows(this.table, ids, images, this.facts.image_id);
     const options = JSON.stringify({ max_new_tokens: maxNewTokens, temperature, top_k: topK, top_p: topP,
       repetition_penalty: repetitionPenalty, seed });
     const { reuse, starts } = callPy(() => session.begin(prompt, !!image, ids, options), 'starting the turn');
     const stream = new TextStream(this.tokenizer);
+    const answer = new StopText(stop);
     let stopReason = 'aborted';
     let prefill_s = 0;
     let decode_s = 0;
@@ -177,8 +185,9 @@ class WorkerModel {
             const step = callPy(() => session.step(logits), 'sampling');
             sample_s += (performance.now() - ts) / 1000;
             if (step.stop) { stopReason = step.stop; break; }
-            const piece = stream.push(step.token);
+            const piece = answer.push(stream.push(step.token));
             if (piece) emit({ type: 'text', text: piece });
+            if (answer.stopped) { stopReason = 'stop_sequence'; break; }
             rows.push(step.token);
             logits = await this.#window(rows, step.start);
           }
@@ -186,18 +195,54 @@ class WorkerModel {
           decode_s = (performance.now() - t2) / 1000;
         }
       }
+      const rest = answer.flush();
+      if (rest) emit({ type: 'text', text: rest });
     } finally {
-      callPy(() => session.finish(stream.text), 'ending the turn');
+      callPy(() => session.finish(answer.stopped ? answer.text : stream.text), 'ending the turn');
     }
     const computed = prefilled && starts.length ? ids.length - starts[0] : 0;
     const newTokens = stream.ids.length;
     return {
-      type: 'done', tokenIds: [...stream.ids], text: stream.text, promptRows: ids.length, reusedRows: reuse,
+      type: 'done', tokenIds: [...stream.ids], text: answer.stopped ? answer.text : stream.text, promptRows: ids.length, reusedRows: reuse,
       computedRows: computed, prefillWindows: starts.length, newTokens,
       prefillTokensPerSecond: prefill_s ? computed / prefill_s : 0,
       decodeTokensPerSecond: decode_s ? newTokens / decode_s : 0,
       prefillSeconds: prefill_s, decodeSeconds: decode_s, visionSeconds: vision_s, samplingSeconds: sample_s, stopReason,
     };
+  }
+
+  /** Vision rows of `{data, height, width}` RGBA pixels. */
+  async #vision(image) {
+    if (!this.vision) throw new InputError(`model ${this.manifest.name} has no vision program; it takes text only`);
+    const [h, w] = this.imageSize;
+    const [rows] = await this.vision.executor.run([{ data: pixelValues(image.data, image.height, image.width), shape: [1, 3, h, w] }]);
+    return rows;
+  }
+
+  /** Vision rows of the chat API's image `url`: computed once from the pixels the page sent. */
+  async #imageByURL(url, sent = {}) {
+    if (!this.imageRows.has(url)) {
+      if (!sent?.[url]) throw new InputError(`the image ${url.slice(0, 80)} was neither sent nor seen before; send the request again`);
+      this.imageRows.set(url, await this.#vision(sent[url]));
+    }
+    return this.imageRows.get(url);
+  }
+
+  /**
+   * The conversation before the new user message, as given by a chat request: Python's session
+   * renders it with the chat template and keeps the KV cache of the common token prefix.
+   * @param {{role: string, text: string, image: string | null}[]} history
+   */
+  #setTurns(history) {
+    const { glue, pyodide } = this.py;
+    const turns = history.map((m) => glue.Turn(m.role, m.text, m.image != null));
+    const list = pyodide.toPy(turns);
+    try {
+      this.session.turns = list;
+    } finally {
+      list.destroy();
+      for (const turn of turns) turn.destroy();
+    }
   }
 
   async reset() {
@@ -212,6 +257,7 @@ class WorkerModel {
     this.session?.destroy();
     this.decoder = this.vision = this.session = this.table = null;
     this.images = [];
+    this.imageRows.clear();
   }
 }
 
