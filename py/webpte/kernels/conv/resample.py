@@ -82,8 +82,9 @@ def _parse(A, call) -> Resize:
         if len(fv) != 2:
             raise A.unsupported(call, f"scale_factors {list(fv)} are not 2-D")
         factors = tuple(float(v) for v in fv)
-        if not all(0 < f < float("inf") for f in factors):
-            raise A.unsupported(call, f"scale_factors {list(factors)} are not finite and positive")
+        if not all(0 < f and s * f < 1 << 31 for s, f in zip(dx[-2:], factors)):
+            raise A.unsupported(call, f"scale_factors {list(factors)} are not finite and positive "
+                                      f"(or give sizes past 2^31)")
         want = tuple(int(s * f) for s, f in zip(dx[-2:], factors))
     elif not A.is_null(size_id):
         want = A.ints(size_id)
