@@ -18,6 +18,10 @@ Fixtures (each NAME.pte + NAME.npz with `call{i}_input_{j}` / `call{i}_output_{j
 - gemma4_delegated: the same weights and maths written so everything delegates (Llama-style
   RMSNorm, explicit attention with an additive mask, floor division for the ring index, the
   cache write as a one-hot matmul), lowered with `alias_buffer_mutations`.
+- gemma4_delegated_noalias: the same without that option: the delegate graph also lists the
+  12 updated caches as outputs that its call does not pass.
+- gemma4_q8: gemma4_delegated with every linear (the tied head too) as the SmolVLM decoder's
+  two-pass int8 linear (tools/decoder_model.py), calibrated on the reference sequence.
 
 The sequence: a 6-token prompt as two 4-row windows (0..3, 2..5: the last window overlaps and
 rewrites rows 2, 3 with the same values) and then one new token per call, fed as the window
@@ -42,6 +46,7 @@ from torch import nn
 from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 ROWS = 4            # rows per call (the window)
 PROMPT = 6          # prompt tokens
@@ -265,18 +270,67 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
                 np.lib.format.write_array(f, np.array(arr, order="C"))
 
 
+@torch.no_grad()
+def quantize_q8(module: nn.Module, calls) -> nn.Module:
+    """Every nn.Linear (the tied head too) -> tools/decoder_model.py's two-pass int8 linear,
+    its two activation ranges observed on the f32 module over the reference sequence."""
+    from decoder_model import QMAX, QMIN, TwoPassQ8Linear, affine_qparams
+
+    linears = {n: m for n, m in module.named_modules() if isinstance(m, nn.Linear)}
+
+    def observe(value_of) -> dict[str, tuple[float, int]]:
+        ranges: dict[str, tuple[float, float]] = {}
+
+        def hook(name):
+            def fn(_mod, args):
+                v = value_of(name, args[0])
+                lo, hi = float(v.min()), float(v.max())
+                old = ranges.get(name, (lo, hi))
+                ranges[name] = (min(old[0], lo), max(old[1], hi))
+            return fn
+
+        hooks = [lin.register_forward_pre_hook(hook(n)) for n, lin in linears.items()]
+        eager_calls(module, calls)
+        for h in hooks:
+            h.remove()
+        return {n: affine_qparams(*r) for n, r in ranges.items()}
+
+    pass1 = observe(lambda n, x: x)
+
+    def rounding_error(name, x):
+        sc, z = pass1[name]
+        return x - (torch.clamp(torch.round(x * (1.0 / sc)) + z, QMIN, QMAX) - z) * sc
+
+    pass2 = observe(rounding_error)
+    for name, lin in linears.items():
+        parent, _, attr = name.rpartition(".")
+        setattr(module.get_submodule(parent), attr, TwoPassQ8Linear(lin, pass1[name], pass2[name]))
+    return module
+
+
+def _delegated_q8(model: Gemma4_31B) -> nn.Module:
+    module = DelegatedLogits(model).eval()
+    return quantize_q8(module, sequence(model.config.vocab_size))
+
+
 FIXTURES = {
     "gemma4_stock": (StockLogits, None),
     "gemma4_delegated": (DelegatedLogits, {"alias_buffer_mutations": True}),
     # The same without aliasing: the delegate graph also lists the updated caches as outputs
     # that the delegate call does not pass.
     "gemma4_delegated_noalias": (DelegatedLogits, None),
+    # Two-pass int8 linears (the SmolVLM decoder's recipe) in the delegated program.
+    "gemma4_q8": (_delegated_q8, {"alias_buffer_mutations": True}),
 }
 
 
 def write_fixture(out: Path, name: str) -> None:
     t0 = time.perf_counter()
     make, options = FIXTURES[name]
+    if name == "gemma4_q8":
+        from decoder_model import register_linear_q8ta_q8csw_meta
+
+        register_linear_q8ta_q8csw_meta()
     module = make(build_stock()).eval()
     calls = sequence(module.model.config.vocab_size)
     outs = eager_calls(module, calls)

@@ -30,6 +30,7 @@ _DTYPES = {"bool": DType.BOOL, "uint8": DType.UINT8, "int8": DType.INT8, "int32"
            "float16": DType.FLOAT16, "float32": DType.FLOAT32, "float64": DType.FLOAT64,
            "int64": DType.INT64}
 _PREPACK = "et_vk.prepack.default"
+_COPY = "aten.copy_.default"
 
 
 @dataclass
@@ -149,9 +150,10 @@ class _Builder:
                                  f"of {n_in} inputs and {len(g.output_ids)} outputs",
                                  field=f"{self.m.name}.delegate_call")
         remap: dict[int, int] = dict(zip(g.input_ids, call.args[:n_in]))
-        # Outputs the call does not pass (mutated buffers the graph also lists) stay
-        # values of the delegate; their writes persist through the state rule.
-        remap.update(zip(g.output_ids, outs))
+        # A graph built without alias_buffer_mutations lists the updated mutable buffers
+        # first and the user outputs (what the call passes) last.
+        n_mut = len(g.output_ids) - len(outs)
+        remap.update(zip(g.output_ids[n_mut:], outs))
         base_const = len(self.constants)
         self.constants.extend(g.constants)
 
@@ -171,6 +173,12 @@ class _Builder:
 
         for op in g.chain:
             self.chain.append(OpCall(op.name, tuple(to(a) for a in op.args), len(self.chain)))
+        for buf, new in _mutations(g, g.output_ids[:n_mut], self.m.name):
+            # The update goes back into the buffer, which makes it state (prepacked, then
+            # written again).
+            self.values.append(False)
+            flag = len(self.values) - 1
+            self.chain.append(OpCall(_COPY, (to(buf), to(new), flag, to(buf)), len(self.chain)))
 
     def state_ids(self) -> set[int]:
         """Planned values read before they are written, and prepacked values written again."""
@@ -195,3 +203,31 @@ class _Builder:
     def _tensors(self, vid: int) -> tuple[int, ...]:
         v = self.values[vid]
         return v.ids if isinstance(v, ValueList) else (vid,)
+
+
+def _mutations(g: Graph, updated: list[int], method: str) -> list[tuple[int, int]]:
+    """(buffer, updated value) pairs of a delegate's mutated-buffer outputs.
+
+    The graph keeps the buffers as prepacked constants and lists their updates in the
+    buffers' order: the k-th update of a dtype and shape belongs to the k-th prepacked
+    constant of that dtype and shape that the graph reads.
+    """
+    if not updated:
+        return []
+    read = {a for op in g.chain if op.name != _PREPACK for a in op.args}
+    free: list[int] = []
+    for op in g.chain:
+        if op.name == _PREPACK and op.args[-1] in read and g.tensor(op.args[0]).is_constant:
+            free.append(op.args[-1])
+    pairs = []
+    for new in updated:
+        t = g.tensor(new)
+        match = next((b for b in free if g.tensor(b).dims == t.dims
+                      and g.tensor(b).dtype == t.dtype), None)
+        if match is None:
+            raise PteFormatError(f"delegate output {new} {list(t.dims)} is not passed by the "
+                                 f"call and matches no mutable buffer of the graph",
+                                 field=f"{method}.delegate_call")
+        free.remove(match)
+        pairs.append((match, new))
+    return pairs
