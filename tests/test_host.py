@@ -140,6 +140,10 @@ def test_turn_decisions():
     assert reusable_prefix([1, 5, 6, 9], [1, 5, 6, 7, 8]) == 3
     reuse, starts = prefill_windows([1, 5, 6, 7, 8, 9, 10], [1, 5, 6, 7, 8, 9, 10, 11, 12], c)
     assert reuse == 7 and starts == [5]
+    # a prompt that is all cached still feeds its newest row (its logits pick the next token)
+    same = [1, 5, 6, 7, 8, 9, 10]
+    reuse, starts = prefill_windows(same + [3], same, c)
+    assert reuse == 6 and starts == [3]
     with pytest.raises(ContextFullError):
         prefill_windows([], [1] * 32, c)
     assert stop_reason(None, 3, 10, 3, c) == "max_new_tokens"

@@ -62,7 +62,9 @@ def prefill_windows(cached: list[int], ids: list[int], c: Contract) -> tuple[int
     if len(ids) >= c.max_context:
         raise ContextFullError(f"the prompt needs {len(ids)} positions; the context holds "
                                f"{c.max_context}. Start a new conversation (reset)")
-    reuse = reusable_prefix(cached, ids)
+    # The newest row is always fed again: its logits give the next token, even when the
+    # whole prompt is cached (a regenerated answer to the same conversation).
+    reuse = min(reusable_prefix(cached, ids), len(ids) - 1)
     return reuse, extend_starts(reuse, len(ids), c.rows, c.max_context)
 
 
