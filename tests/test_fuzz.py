@@ -210,3 +210,24 @@ def test_a_float_parameter_word_beyond_f32_is_a_plan_error():
 
     with pytest.raises(PlanError, match="beyond float32"):   # was OverflowError
         _word(1e300)
+
+
+def test_a_quantized_scale_beyond_f32_is_a_plan_error():
+    from webpte.kernels.quantized.quantize import f32
+
+    with pytest.raises(PlanError, match="beyond float32"):   # was OverflowError (q8ta units)
+        f32(1e300)
+
+
+@pytest.mark.parametrize("exponent", [float("nan"), float("inf"), -float("inf")])
+def test_pow_with_a_non_finite_exponent_plans_or_is_typed(exponent):
+    from webpte.errors import WebpteError
+
+    g = GraphBuilder()   # was ValueError/OverflowError: int(exponent)
+    x, out = g.tensor(np.float32, (5,)), g.tensor(np.float32, (5,))
+    g.op("aten.pow.Tensor_Scalar", x, g.scalar(exponent), out)
+    graph, _ = g.build([x], [out])
+    try:
+        lower(graph)
+    except WebpteError:
+        pass

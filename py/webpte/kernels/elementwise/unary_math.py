@@ -51,7 +51,8 @@ def _parse(A, call) -> tuple[str, int, int, float | None]:
 
 def _pow_params(A, call, exponent: float, ty: str) -> tuple[dict, tuple]:
     """The form of pow(x, exponent) (template params) and its runtime words."""
-    if exponent == int(exponent) and 0 <= exponent <= (MAX_INT_EXPONENT if ty == "i32" else 3):
+    if (math.isfinite(exponent) and exponent == int(exponent)
+            and 0 <= exponent <= (MAX_INT_EXPONENT if ty == "i32" else 3)):
         return {"form": "product", "exponent": int(exponent)}, ()
     if ty == "i32":
         raise A.unsupported(call, f"integer pow with exponent {exponent} (only whole "

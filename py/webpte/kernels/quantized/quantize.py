@@ -35,7 +35,10 @@ class QuantParams(NamedTuple):
 
 def f32(v: float) -> float:
     """`v` rounded to the nearest f32 (no numpy: planning also runs in Pyodide)."""
-    return struct.unpack("<f", struct.pack("<f", v))[0]
+    try:
+        return struct.unpack("<f", struct.pack("<f", v))[0]
+    except OverflowError:   # a graph's scale or alpha beyond f32
+        raise PlanError(f"{v!r} is beyond float32") from None
 
 
 def quantize_params(scale: float, zero_point: int, quant_min: int = -128,
