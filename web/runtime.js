@@ -127,7 +127,7 @@ function wgslFeatures() {
   return [...(navigator.gpu?.wgslLanguageFeatures ?? [])];
 }
 
-async function planInPython(bytes, method, fusion, emit) {
+async function planInPython(bytes, method, fusion, emit, inputShapes = null) {
   const { glue, boot_ms } = await bootPython(emit);
   emit({ stage: 'plan' });
   const t0 = performance.now();
@@ -135,7 +135,9 @@ async function planInPython(bytes, method, fusion, emit) {
   const source = glue.RangeSource(view.byteLength, (start, stop) => view.subarray(start, stop));
   let result;
   try {
-    result = JSON.parse(glue.plan_program(source, method, wgslFeatures(), fusion));
+    const args = [source, method, wgslFeatures(), fusion];
+    if (inputShapes != null) args.push(JSON.stringify(inputShapes));
+    result = JSON.parse(glue.plan_program(...args));
   } catch (err) {
     throw pythonBug(err, 'the planner');
   } finally {
@@ -149,13 +151,14 @@ async function planInPython(bytes, method, fusion, emit) {
  * Plan (in Python, unless `plan` is given) and upload one method of a program file.
  * Emits plan, upload, compile (kernels), but not ready.
  * @param {ArrayBuffer} bytes the .pte file
+ * `inputShapes` (dims per input) plans a method exported with dynamic shapes for those dims.
  * @param {{method?: string, plan?: string | object | null, fusion?: string, poison?: boolean,
- *   emit: (e: object) => void}} options
- * @returns {Promise<{executor: Executor, positionInput: number[] | null, stats: object}>}
+ *   inputShapes?: number[][] | null, emit: (e: object) => void}} options
+ * @returns {Promise<{executor: Executor, positionInput: number[] | null, dynamic: boolean, stats: object}>}
  */
-export async function loadExecutor(bytes, { method = 'forward', plan = null, fusion = 'all', poison = false, emit }) {
+export async function loadExecutor(bytes, { method = 'forward', plan = null, fusion = 'all', poison = false, inputShapes = null, emit }) {
   let planned;
-  if (plan == null) planned = await planInPython(bytes, method, fusion, emit);
+  if (plan == null) planned = await planInPython(bytes, method, fusion, emit, inputShapes);
   else if (typeof plan === 'object' && 'plan' in plan) planned = { position_input: null, ...plan };
   else planned = { plan, position_input: null };
   const parsed = parsePlan(planned.plan, { fileSize: bytes.byteLength });
@@ -168,6 +171,7 @@ export async function loadExecutor(bytes, { method = 'forward', plan = null, fus
   return {
     executor,
     positionInput: planned.position_input ?? null,
+    dynamic: planned.dynamic === true,
     stats: {
       file_bytes: bytes.byteLength, bytes_read_by_python: planned.bytes_read ?? null,
       constant_bytes: parsed.buffers.reduce((n, b) => n + (b.init?.kind === 'file' ? b.init.nbytes : 0), 0),

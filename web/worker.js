@@ -39,9 +39,10 @@ const handlers = {
     const t0 = performance.now();
     const bytes = await fetchBytes(source, emit);
     const fetch_ms = performance.now() - t0;
-    const { executor, positionInput, stats } = await loadExecutor(bytes, { method, plan, fusion, poison, emit });
+    const { executor, positionInput, dynamic, stats } = await loadExecutor(bytes, { method, plan, fusion, poison, emit });
     const handle = nextHandle++;
-    programs.set(handle, { executor, positionInput });
+    // A method with dynamic shapes keeps its bytes: calls with other dims are planned for them.
+    programs.set(handle, { executor, positionInput, dynamic, bytes: dynamic ? bytes : null, method, fusion, poison, specialized: new Map() });
     emit({ stage: 'ready' });
     const { plan: parsed } = executor;
     return {
@@ -54,7 +55,8 @@ const handlers = {
   async run({ handle, inputs }) {
     const p = program(handle);
     checkContext(p, inputs);
-    const outs = await p.executor.run(inputs);
+    const executor = await executorFor(p, inputs);
+    const outs = await executor.run(inputs);
     return new Transfer(outs, outs.map((o) => o.buffer));
   },
 
@@ -63,7 +65,9 @@ const handlers = {
   },
 
   async dispose({ handle }) {
-    programs.get(handle)?.executor.dispose();
+    const p = programs.get(handle);
+    p?.executor.dispose();
+    for (const ex of p?.specialized.values() ?? []) ex.dispose();
     programs.delete(handle);
   },
 
@@ -89,6 +93,28 @@ function program(handle) {
   const p = programs.get(handle);
   if (!p) throw errorFromWire({ name: 'DisposedError', message: `program ${handle} was disposed; load it again` });
   return p;
+}
+
+// The executor for these inputs' dims (py/webpte/program.py Program._executor_for): the loaded
+// plan's, or, for a method exported with dynamic shapes, one planned for the call's dims
+// (once per distinct dims; Python checks them against the exported bounds).
+async function executorFor(p, inputs) {
+  if (!p.dynamic || !Array.isArray(inputs)) return p.executor;
+  const shapes = p.executor.plan.inputs.map((spec, i) => {
+    const x = inputs[i];
+    return Array.isArray(x?.shape) ? x.shape.map(Number) : spec.shape;
+  });
+  if (shapes.every((s, i) => s.length === p.executor.plan.inputs[i].shape.length
+    && s.every((d, j) => d === p.executor.plan.inputs[i].shape[j]))) return p.executor;
+  if (p.executor.plan.state?.length) {
+    throw new InputError('calls with other input dims are not supported for programs with persistent state (KV caches)');
+  }
+  const key = JSON.stringify(shapes);
+  if (!p.specialized.has(key)) {
+    const { executor } = await loadExecutor(p.bytes, { method: p.method, fusion: p.fusion, poison: p.poison, inputShapes: shapes, emit: () => {} });
+    p.specialized.set(key, executor);
+  }
+  return p.specialized.get(key);
 }
 
 // The decoder's context rule (py/webpte/program.py Program._check_context): the planner says

@@ -69,14 +69,17 @@ def _answer(fn: Callable[[], object]) -> str:
         return _error(e)
 
 
-def plan_program(source, method: str = "forward", features=(), fusion: str = "all") -> str:
+def plan_program(source, method: str = "forward", features=(), fusion: str = "all",
+                 input_shapes: str | None = None) -> str:
     """Plan `method` of the program in `source` (bytes or a `RangeSource`) for a device with
     the WGSL language `features` (in the page: `navigator.gpu.wgslLanguageFeatures`), with
-    `fusion` "all", "elementwise" or "none" (webpte.program.plan_method).
+    `fusion` "all", "elementwise" or "none" (webpte.program.plan_method). `input_shapes`
+    (JSON list of dims per input) specializes a method exported with dynamic shapes.
 
     Returns JSON: `{"plan": Plan, "position_input": [input index, rows] | null,
-    "bytes_read": int, "plan_ms": float}`, or `{"error": {"name", "message", "ops"}}` for a
-    webpte error (the worker raises it as the JS error class of the same name).
+    "dynamic": bool (some input takes smaller dims), "bytes_read": int, "plan_ms": float}`,
+    or `{"error": {"name", "message", "ops"}}` for a webpte error (the worker raises it as
+    the JS error class of the same name).
     """
     t0 = time.perf_counter()
     try:
@@ -84,13 +87,22 @@ def plan_program(source, method: str = "forward", features=(), fusion: str = "al
         if method not in prog.methods:
             raise InputError(f"the program has no method {method!r}; it has "
                              f"{sorted(prog.methods)}")
-        plan = plan_method(prog, method, frozenset(str(f) for f in features), str(fusion))
+        shapes = None
+        if isinstance(input_shapes, str):      # JS null arrives as a JsNull, not None
+            shapes = json.loads(input_shapes)
+            if not (isinstance(shapes, list) and all(
+                    isinstance(d, list) and all(type(x) is int for x in d) for d in shapes)):
+                raise InputError("input_shapes must be a list of dims lists")
+        plan = plan_method(prog, method, frozenset(str(f) for f in features), str(fusion),
+                           input_shapes=shapes)
+        dynamic = any(io.dynamic for io in prog.method(method).inputs)
     except WebpteError as e:
         return _error(e)
     plan_ms = (time.perf_counter() - t0) * 1e3
     pos = _position_input(plan)
     return ('{"plan":' + plan.to_json()
             + f',"position_input":{json.dumps(list(pos) if pos else None)}'
+            + f',"dynamic":{json.dumps(dynamic)}'
             + f',"bytes_read":{getattr(source, "bytes_read", len(source))}'
             + f',"plan_ms":{plan_ms:.3f}}}')
 

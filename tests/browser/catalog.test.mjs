@@ -1,9 +1,10 @@
 // Tier 2: ExecuTorch's WebGPU op-test catalog in the page (headless Chromium, SwiftShader),
 // compared as `webpte conformance` compares natively (py/webpte/conformance.py): bool / int8 /
 // int64 goldens exactly, float32 goldens with |actual - golden| <= atol + rtol * |golden|.
-// Every case must pass. The catalog is the committed subset (tests/fixtures/op_catalog) unless
-// WEBPTE_CATALOG names another folder (`make conformance-web` runs the full one). The per-case
-// results go to out/catalog-page.json; the table is printed to stdout.
+// Every case must pass. The catalogs are the committed subset (tests/fixtures/op_catalog) and
+// the dynamic-shape case (tests/fixtures/dynamic) unless WEBPTE_CATALOG names other folders
+// (':'-separated; `make conformance-web` runs the full one). The per-case results go to
+// out/catalog-page.json; the table is printed to stdout.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -12,14 +13,17 @@ import { fileURLToPath } from 'node:url';
 import { openSuitePage } from './browser.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const CATALOG = resolve(process.env.WEBPTE_CATALOG ?? join(ROOT, 'tests/fixtures/op_catalog'));
+const CATALOGS = (process.env.WEBPTE_CATALOG ?? [join(ROOT, 'tests/fixtures/op_catalog'), join(ROOT, 'tests/fixtures/dynamic')].join(':'))
+  .split(':').filter(Boolean).map((d) => resolve(d));
 const LONG = { timeout: 600_000 };
-const entries = JSON.parse(readFileSync(join(CATALOG, 'manifest.json'), 'utf8'));
 const byPte = new Map();
-for (const e of entries) {
-  if (!byPte.has(e.pte)) byPte.set(e.pte, []);
-  byPte.get(e.pte).push(e);
-}
+CATALOGS.forEach((dir, k) => {
+  for (const e of JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'))) {
+    const key = `${k}/${e.pte}`;
+    if (!byPte.has(key)) byPte.set(key, []);
+    byPte.get(key).push({ ...e, mount: `/catalog${k}/` });
+  }
+});
 
 let page;
 let blocked;
@@ -28,7 +32,8 @@ const results = [];
 
 before(async () => {
   ({ page, blocked, close } = await openSuitePage({
-    '/dist/': join(ROOT, 'dist'), '/catalog/': CATALOG, '/suite/': join(ROOT, 'tests/browser'),
+    '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'),
+    ...Object.fromEntries(CATALOGS.map((dir, k) => [`/catalog${k}/`, dir])),
   }));
 });
 
@@ -47,24 +52,24 @@ after(async () => {
   console.log(['# page catalog (SwiftShader)', `${'op'.padEnd(34)} cases  pass  failing`, ...lines,
     `summary (page): ${passing}/${ops.size} ops and ${cases}/${results.length} cases pass`].map((l) => `# ${l}`).join('\n'));
   mkdirSync(join(ROOT, 'out'), { recursive: true });
-  writeFileSync(join(ROOT, 'out/catalog-page.json'), JSON.stringify({ catalog: CATALOG, results }, null, 1));
+  writeFileSync(join(ROOT, 'out/catalog-page.json'), JSON.stringify({ catalogs: CATALOGS, results }, null, 1));
   await close?.();
 });
 
-describe(`the op catalog in the page (${CATALOG})`, () => {
+describe(`the op catalog in the page (${CATALOGS.join(', ')})`, () => {
   for (const [pte, cases] of byPte) {
     test(pte, LONG, async () => {
       const out = await page.evaluate(async (group) => {
         const ARRAYS = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array, int8: Int8Array, bool: Int8Array };
+        const first = group[0];
         const raw = async (spec) => {
-          const resp = await fetch(`/catalog/${spec.path}`);
+          const resp = await fetch(`${first.mount}${spec.path}`);
           if (!resp.ok) throw new Error(`${spec.path}: HTTP ${resp.status}`);
           return new ARRAYS[spec.dtype](await resp.arrayBuffer());
         };
-        const first = group[0];
         let outputs;
         try {
-          const program = await suite.webpte.loadProgram(`/catalog/${first.pte}`, { poison: true });
+          const program = await suite.webpte.loadProgram(`${first.mount}${first.pte}`, { poison: true });
           try {
             const inputs = await Promise.all(first.inputs.map(async (x) => {
               const data = await raw(x);
