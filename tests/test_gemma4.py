@@ -1,10 +1,10 @@
 """Reduced Gemma 4 text decoders exported from ExecuTorch's own Gemma4_31B (tools/export_gemma4.py)
 against eager PyTorch on every call of a sequence that runs past the sliding window (8) and wraps
 its ring cache (16 rows): the stock export (many delegates with portable kernel calls between
-them, run by webpte as one plan) and the fully delegated rewrite (KV caches as mutable buffers
+them, run by webpte as one plan), the fully delegated rewrite (KV caches as mutable buffers
 inside the delegate; exported with alias_buffer_mutations, and without it, where the delegate
-graph also lists the updated caches as outputs its call does not pass), natively and on the
-numpy interpreter."""
+graph also lists the updated caches as outputs its call does not pass) and its two-pass int8
+variant, natively and on the numpy interpreter."""
 
 from __future__ import annotations
 
@@ -23,8 +23,13 @@ FIXTURES = Path(__file__).parent / "fixtures" / "gemma4"
 PROGRAMS = sorted(FIXTURES.glob("*.pte"))
 # Natively: the two that differ in how they run (the no-alias program only adds the cache
 # copies to the delegated one's plan; the numpy interpreter runs all three).
-NATIVE = [p for p in PROGRAMS if p.stem in ("gemma4_stock", "gemma4_delegated")]
+NATIVE = [p for p in PROGRAMS if p.stem in ("gemma4_stock", "gemma4_delegated", "gemma4_q8")]
 WINDOW, RING, LAYERS = 8, 16, 6
+
+
+def tolerance(path: Path) -> float:
+    """rel-L2 vs eager: 2e-3 for the two-pass int8 program (rounding ties differ), else 1e-4."""
+    return 2e-3 if "q8" in path.stem else 1e-4
 
 
 def _check_calls(prog, path: Path, backend: str) -> list[np.ndarray]:
@@ -34,7 +39,7 @@ def _check_calls(prog, path: Path, backend: str) -> list[np.ndarray]:
     for i, (inputs, expected) in enumerate(calls):
         (logits,) = prog.run(*inputs)
         err = rel_l2(logits, expected[0])
-        assert err <= 1e-4, f"{path.stem} [{backend}] call {i} rel-L2 {err:.2e} vs eager"
+        assert err <= tolerance(path), f"{path.stem} [{backend}] call {i} rel-L2 {err:.2e}"
         assert np.array_equal(logits.argmax(-1), expected[0].argmax(-1)), \
             f"{path.stem} [{backend}] call {i}: greedy token differs from eager"
         outs.append(logits)
@@ -42,8 +47,8 @@ def _check_calls(prog, path: Path, backend: str) -> list[np.ndarray]:
 
 
 def test_fixtures_exist():
-    assert {p.stem for p in PROGRAMS} >= {"gemma4_delegated",
-                                          "gemma4_delegated_noalias"}
+    assert {p.stem for p in PROGRAMS} >= {"gemma4_stock", "gemma4_delegated",
+                                          "gemma4_delegated_noalias", "gemma4_q8"}
     assert all(p.with_suffix(".npz").exists() for p in PROGRAMS)
     assert all(p.stat().st_size < 2 << 20 for p in PROGRAMS)
 
@@ -55,7 +60,7 @@ def test_matches_eager_on_the_numpy_interpreter(path):
     prog.reset()
     calls = _calls_from_npz(str(path.with_suffix(".npz")))
     (again,) = prog.run(*calls[0][0])
-    assert rel_l2(again, calls[0][1][0]) <= 1e-4, "reset() must clear the KV caches"
+    assert rel_l2(again, calls[0][1][0]) <= tolerance(path), "reset() must clear the caches"
 
 
 @pytest.mark.parametrize("path", NATIVE, ids=lambda p: p.stem)
@@ -66,7 +71,10 @@ def test_matches_eager_natively(gpu, path):
     ref = load(path, backend="reference")
     for i, (inputs, _) in enumerate(_calls_from_npz(str(path.with_suffix(".npz")))):
         (want,) = ref.run(*inputs)
-        assert rel_l2(native[i], want) <= 1e-4, f"call {i}: GPU vs numpy interpreter"
+        # f32 matmuls accumulate in another order on the GPU than in the reference; in the
+        # int8 program such last-bit differences can move an activation across a rounding
+        # step, hence the int8 tolerance there too.
+        assert rel_l2(native[i], want) <= tolerance(path), f"call {i}: GPU vs numpy"
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)

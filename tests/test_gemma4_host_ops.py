@@ -141,3 +141,15 @@ def test_unsupported_forms_are_typed():
     g, _ = b.build([x, v, i0, i1], [o])
     with pytest.raises(UnsupportedOpError, match="one index tensor"):
         lower(g)
+
+
+@pytest.mark.parametrize("op", ["eq", "ne", "gt"])
+def test_compare_with_an_infinite_scalar(gpu, op):
+    """SDPA's decomposition tests rows for eq(x, -inf): the scalar is a runtime word."""
+    g, blob = _one(f"aten.{op}.Scalar", [(np.float32, (6,))], (np.bool_, (6,)),
+                   [float("-inf")])
+    x = np.array([-np.inf, 0.0, -3e38, np.inf, -np.inf, 1.5], np.float32)
+    (out,), (ref,) = run_graph_both(g, blob, [x])
+    want = {"eq": np.equal, "ne": np.not_equal, "gt": np.greater}[op](x, -np.inf)
+    assert_close(ref, want, exact=True, what="reference")
+    assert_close(out, want, exact=True, what=f"{op}(x, -inf)")

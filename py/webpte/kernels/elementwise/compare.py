@@ -7,6 +7,8 @@ exact (no arithmetic before them); NaN operands compare as the adapter does.
 
 from __future__ import annotations
 
+import math
+
 from ...plan.storage import storage_of
 from .._np import np
 from ..element import Element
@@ -31,6 +33,10 @@ def element(A, call) -> Element:
         if ty == "i32" and not -2 ** 31 <= s < 2 ** 31:
             raise A.unsupported(call, f"integer compare with {int(s)}, outside int32")
         # torch compares a float tensor with the scalar cast to its dtype (f32)
+        if ty == "f32" and not math.isfinite(s):
+            # No WGSL literal spells inf/NaN (SDPA's fully-masked-row test is eq(x, -inf)):
+            # the scalar is runtime word 0.
+            return Element(op, (a,), out, ty, {"scalar": "runtime"}, runtime=(s,))
         return Element(op, (a,), out, ty, {"scalar": to_f32(s) if ty == "f32" else int(s)})
     check_broadcast(A, call, (a, b), out)
     floats = "f32" in (storage_of(A.tensor(a)), storage_of(A.tensor(b)))
@@ -46,7 +52,8 @@ def reference(R, call) -> None:
     e = element(R.args, call)
     ty = np.float32 if e.ty == "f32" else np.int32
     x = R.get(e.inputs[0]).astype(ty)
-    y = ty(e.params["scalar"]) if len(e.inputs) == 1 else R.get(e.inputs[1]).astype(ty)
+    scalar = e.runtime[0] if e.params["scalar"] == "runtime" else e.params["scalar"]
+    y = ty(scalar) if len(e.inputs) == 1 else R.get(e.inputs[1]).astype(ty)
     to = R.args.tensor(e.out)
     f = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
          "gt": np.greater, "ge": np.greater_equal}[e.op]
