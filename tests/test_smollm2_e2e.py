@@ -20,6 +20,7 @@ from webpte.kernels.reference import run_reference
 PARIS = "What is the capital of France?"
 LONG = "Explain how photosynthesis works."
 N_REFERENCE = 32
+NEAR_TIE = 2e-3   # logits are O(10); the GPU and numpy sum f32 in different orders
 
 
 def _cannot_build() -> str | None:
@@ -65,8 +66,11 @@ def test_greedy_answer_mentions_paris(smollm2):
 
 
 def test_greedy_ids_equal_the_numpy_reference(smollm2):
-    """The GPU's greedy tokens equal those of webpte's numpy interpreter of the same program
-    (same int8 arithmetic), fed the same windows as the Session feeds them."""
+    """The GPU's greedy tokens are the numpy interpreter's (same int8 arithmetic) for the same
+    windows as the Session feeds them. The interpreter is fed the GPU's tokens (teacher
+    forcing), so one step is compared at a time: each GPU token must be the interpreter's
+    argmax, except at a near-tie, where the interpreter's logit for it is within NEAR_TIE of
+    its best (float sums in another order may pick either; at most two such steps)."""
     session = smollm2.session()
     text = "".join(session.generate(LONG, max_new_tokens=N_REFERENCE))
     stats = session.stats
@@ -83,25 +87,31 @@ def test_greedy_ids_equal_the_numpy_reference(smollm2):
     embeds = smollm2.embeddings(ids)                              # (n, hidden) f32
     state: dict = {}
 
-    def window(start: int) -> int:
+    def window(start: int) -> np.ndarray:
         inputs = {embeds_id: embeds[None, start:start + rows],
                   pos_id: np.array([start], np.int64)}
         env = run_reference(graph, inputs, decoder.data, state)
-        return int(np.argmax(env.get(logits_id).reshape(-1)))
+        return env.get(logits_id).reshape(-1).astype(np.float64)
 
     _, starts = prefill_windows([], ids, smollm2.contract)
     for start in starts:
-        token = window(start)
-    generated = []
-    for _ in range(N_REFERENCE):
-        generated.append(token)
+        logits = window(start)
+    ties = []
+    for step, token in enumerate(stats.token_ids):
+        best = int(np.argmax(logits))
+        if token != best:
+            margin = logits[best] - logits[token]
+            assert margin <= NEAR_TIE, (
+                f"new token {step}: GPU chose {token}, the interpreter {best} by a margin of "
+                f"{margin:.2e} (more than a near-tie, {NEAR_TIE:.0e})")
+            ties.append((step, token, best, margin))
         ids.append(token)
         embeds = np.concatenate([embeds, smollm2.embeddings([token])])
-        if len(generated) < N_REFERENCE:
-            token = window(decode_window_start(len(ids), smollm2.contract))
-    assert generated == stats.token_ids, (
-        f"first difference at new token "
-        f"{next(i for i, (a, b) in enumerate(zip(generated, stats.token_ids)) if a != b)}")
+        if step + 1 < N_REFERENCE:
+            logits = window(decode_window_start(len(ids), smollm2.contract))
+    if ties:
+        print(f"near-ties (step, gpu, interpreter, margin): {ties}")
+    assert len(ties) <= 2, ties
 
 
 def test_follow_up_turn_reuses_the_cache_and_matches_a_fresh_session(smollm2):
