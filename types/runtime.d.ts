@@ -43,19 +43,22 @@ export function sharedDevice(needed: Record<string, number>): Promise<any>;
  * Plan (in Python, unless `plan` is given) and upload one method of a program file.
  * Emits plan, upload, compile (kernels), but not ready.
  * @param {ArrayBuffer} bytes the .pte file
+ * `inputShapes` (dims per input) plans a method exported with dynamic shapes for those dims.
  * @param {{method?: string, plan?: string | object | null, fusion?: string, poison?: boolean,
- *   emit: (e: object) => void}} options
- * @returns {Promise<{executor: Executor, positionInput: number[] | null, stats: object}>}
+ *   inputShapes?: number[][] | null, emit: (e: object) => void}} options
+ * @returns {Promise<{executor: Executor, positionInput: number[] | null, dynamic: boolean, stats: object}>}
  */
-export function loadExecutor(bytes: ArrayBuffer, { method, plan, fusion, poison, emit }: {
+export function loadExecutor(bytes: ArrayBuffer, { method, plan, fusion, poison, inputShapes, emit }: {
     method?: string;
     plan?: string | object | null;
     fusion?: string;
     poison?: boolean;
+    inputShapes?: number[][] | null;
     emit: (e: object) => void;
 }): Promise<{
     executor: Executor;
     positionInput: number[] | null;
+    dynamic: boolean;
     stats: object;
 }>;
 export function pythonStarted(): boolean;
