@@ -88,7 +88,8 @@ def test_one_plan_with_the_caches_as_state(path):
     assert fwd["unsupported_ops"] == [] and fwd["policy"]["ok"] is True
     assert fwd["delegate_calls"] == len(m.delegate_calls)
     assert fwd["host_kernel_calls"] == len(m.kernel_calls)
-    assert fwd["runs_on"].startswith("device")
+    assert fwd["runs_on"].startswith("device") and fwd["host_graph_breaks"] == []
+    assert sum(fwd["kernel_call_histogram"].values()) == len(m.kernel_calls)
     if path.stem == "gemma4_stock":
         assert len(m.delegate_calls) > 10 and len(m.kernel_calls) > 50
     else:

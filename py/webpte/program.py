@@ -9,10 +9,10 @@ import os
 from pathlib import Path
 
 from .errors import InputError, PlanError, UnsupportedOpError, WebpteError
-from .kernels.registry import missing_ops
+from .kernels.registry import missing_ops, registry
 from .plan import Plan, lower
 from .plan.dynamic import specialize
-from .plan.method import method_graph
+from .plan.method import edge_names, method_graph
 from .pte import Graph, Method, PteProgram, open_source, read_program
 
 # Host graph breaks: ops that would leave the device. Delegates and portable kernel calls alike
@@ -228,10 +228,13 @@ def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,
             "inputs": [io.as_dict() for io in m.inputs],
             "outputs": [io.as_dict() for io in m.outputs],
             "delegates": [c.backend for c in m.delegate_calls],
-            "host_graph_breaks": list(m.host_ops),
         }
         info["delegate_calls"] = len(m.delegate_calls)
         info["host_kernel_calls"] = len(m.kernel_calls)
+        calls: dict[str, int] = {}
+        for k in m.kernel_calls:
+            calls[k.name] = calls.get(k.name, 0) + 1
+        info["kernel_call_histogram"] = dict(sorted(calls.items()))
         vk_ops: list[str] = []
         for g in m.graphs.values():
             vk_ops += [op.name for op in g.chain]
@@ -245,6 +248,9 @@ def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,
         except WebpteError as e:
             ops, info["plan_error"] = vk_ops + list(m.host_ops), str(e)
         info["unsupported_ops"] = missing_ops(ops)
+        # What would leave the device: kernel calls (and foreign delegates) without a unit.
+        info["host_graph_breaks"] = [h for h in m.host_ops if h.startswith("delegate:")
+                                     or not any(n in registry() for n in edge_names(h))]
         plan = plans.get(name)
         if plan is None and not info["unsupported_ops"] and "plan_error" not in info:
             try:
