@@ -95,7 +95,10 @@ def compute_type(in_kind: str) -> str:
 def _pad_word(value: float, ty: str) -> float | int:
     """The pad value as the kernel's compute type holds it (f32 rounding / truncation)."""
     if ty == "f32":
-        return struct.unpack("<f", struct.pack("<f", value))[0]
+        try:
+            return struct.unpack("<f", struct.pack("<f", value))[0]
+        except OverflowError:       # beyond f32: torch pads with the infinity of its sign
+            return math.copysign(math.inf, value)
     return int(math.trunc(value)) if math.isfinite(value) else 0
 
 
