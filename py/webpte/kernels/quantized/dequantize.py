@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from ...errors import PlanError
 from ...plan.storage import storage_of
 from .._np import np
 from ..element import Element
@@ -43,7 +44,7 @@ def element(A, call) -> Element:
                                   f"{list(tx.dims)}")
     try:
         s = f32(scale)
-    except OverflowError:
+    except PlanError:           # beyond f32
         s = math.inf
     if not math.isfinite(s):
         raise A.unsupported(call, f"dequantize scale {scale} is not a finite f32")
