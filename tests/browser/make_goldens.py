@@ -1,10 +1,11 @@
 """Goldens for the browser suite, written by the native (numpy) side.
 
-For every `tests/fixtures/*.pte` with its `.npz`: the calls (inputs and eager reference
-outputs) as raw little-endian tensors, and whether the program plans natively (and if not,
-which ops are missing). For a few synthetic graphs (GraphBuilder) that plan with the kernels
-that exist today: the Plan JSON, the constant blob, seeded inputs and the numpy reference
-outputs; the page loads those through `loadProgram(blob, {plan})`.
+For every `tests/fixtures/*.pte` and `tests/fixtures/gemma4/*.pte` with its `.npz`: the calls
+(inputs and eager reference outputs) as raw little-endian tensors, and whether the program
+plans natively (and if not, which ops are missing). For a few synthetic graphs
+(GraphBuilder) that plan with the kernels that exist today: the Plan JSON, the constant blob,
+seeded inputs and the numpy reference outputs; the page loads those through
+`loadProgram(blob, {plan})`.
 
 Usage: python tests/browser/make_goldens.py OUT_DIR
 """
@@ -50,7 +51,8 @@ def write_calls(out: Path, name: str, calls) -> list[dict]:
 
 
 def fixture_entry(out: Path, pte: Path) -> dict:
-    entry = {"name": pte.stem, "pte": f"fixtures/{pte.name}", "tolerance": tolerance(pte.stem),
+    entry = {"name": pte.stem, "pte": f"fixtures/{pte.relative_to(FIXTURES).as_posix()}",
+             "tolerance": tolerance(pte.stem),
              "calls": write_calls(out, pte.stem, _calls_from_npz(str(pte.with_suffix(".npz"))))}
     try:
         plan = plan_method(read_program(pte.read_bytes()), "forward")
@@ -200,8 +202,8 @@ def handmade_entries(out: Path) -> list[dict]:
 def main(out_dir: str) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    fixtures = [fixture_entry(out, p) for p in sorted(FIXTURES.glob("*.pte"))
-                if p.with_suffix(".npz").exists()]
+    programs = sorted(FIXTURES.glob("*.pte")) + sorted(FIXTURES.glob("gemma4/*.pte"))
+    fixtures = [fixture_entry(out, p) for p in programs if p.with_suffix(".npz").exists()]
     synthetic = [synthetic_entry(out, n, m) for n, m in SYNTHETIC.items()]
     synthetic += handmade_entries(out)
     (out / "manifest.json").write_text(json.dumps({"fixtures": fixtures, "synthetic": synthetic},
