@@ -2,6 +2,7 @@
 needs torch + executorch 1.5.1; nothing under py/ imports this).
 
     python tools/export_gemma4.py [--out tests/fixtures/gemma4] [--only NAME ...]
+    python tools/export_gemma4.py --model-folder DIR    # a tiny chat model folder
 
 The model is `executorch.examples.models.gemma4_31b.model.Gemma4_31B` with a config shrunk from
 the 31B schema but keeping its structure: 6 layers in the 5:1 sliding/full pattern, the q/kv head
@@ -31,6 +32,7 @@ p-3..p, up to position 19 (past the 8-token window and the 16-row ring).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import zipfile
@@ -189,7 +191,11 @@ class DelegatedLogits(nn.Module):
 
     def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
         m = self.model
-        x = m.embed_tokens(tokens) * m.embed_normalizer
+        return self.decode(m.embed_tokens(tokens) * m.embed_normalizer, input_pos)
+
+    def decode(self, x: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
+        """Logits of the last row from scaled embeddings `x` at positions `input_pos`."""
+        m = self.model
         sliding_mask, full_mask = self._masks(input_pos)
         for i, layer in enumerate(m.layers):
             mask = sliding_mask if layer.is_sliding else full_mask
@@ -205,6 +211,74 @@ class DelegatedLogits(nn.Module):
         last = m.lm_head(x[:, -1, :])
         cap = m.logit_softcap
         return torch.tanh(last / cap) * cap
+
+
+class ChatDecoder(DelegatedLogits):
+    """The host contract of webpte's model folders: `(embeds [1, ROWS, hidden] f32 — rows of
+    the int8 table times their scale, the embed scale folded in — , input_pos [1] i64 start)
+    -> logits [1, V]`, positions input_pos .. input_pos + ROWS - 1."""
+
+    def forward(self, embeds: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
+        return self.decode(embeds, input_pos + torch.arange(ROWS))
+
+
+# Gemma's turn format (tokenizer_config.json chat_template of the model folder).
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<start_of_turn>"
+    "{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n{{ m['content'] }}"
+    "<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n"
+    "{% endif %}")
+SPECIALS = ["<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"]
+
+
+def write_tokenizer(out: Path, vocab: int) -> None:
+    """A character-level tokenizer (`tokenizers` BPE without merges) of `vocab` ids: Gemma's
+    special tokens, then printable ASCII, then filler pieces."""
+    from tokenizers import Tokenizer, decoders, models
+
+    chars = [chr(c) for c in range(32, 127)] + ["\n"]
+    pieces = SPECIALS + chars
+    pieces += [f"<unused{i}>" for i in range(vocab - len(pieces))]
+    tok = Tokenizer(models.BPE(vocab={p: i for i, p in enumerate(pieces)}, merges=[]))
+    tok.add_special_tokens(SPECIALS)
+    tok.decoder = decoders.Fuse()
+    out.mkdir(parents=True, exist_ok=True)
+    tok.save(str(out / "tokenizer.json"))
+    config = {"bos_token": "<bos>", "eos_token": "<eos>", "chat_template": CHAT_TEMPLATE}
+    (out / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
+    (out / "special_tokens_map.json").write_text(json.dumps(
+        {"bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>"}))
+
+
+def write_model_folder(out: Path) -> None:
+    """A tiny Gemma 4 model folder (webpte_model.json layout) around the delegated decoder."""
+    t0 = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    stock = build_stock()
+    cfg = stock.config
+    module = ChatDecoder(stock).eval()
+    example = (torch.zeros(1, ROWS, cfg.hidden_size), torch.tensor([0]))
+    data, n_delegates, cpu = export_program(
+        module, example, {"alias_buffer_mutations": True},
+        constant_methods={"get_max_context_len": cfg.max_seq_len,
+                          "get_vocab_size": cfg.vocab_size})
+    (out / "decoder.pte").write_bytes(data)
+    # Per-row symmetric int8 embeddings; the scale file carries Gemma's embed scale too.
+    w = stock.embed_tokens.weight.detach()
+    scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127.0
+    q = torch.clamp(torch.round(w / scale[:, None]), -127, 127).to(torch.int8)
+    (out / "embed_tokens.i8.bin").write_bytes(q.numpy().tobytes())
+    (out / "embed_tokens.scale.f32.bin").write_bytes(
+        (scale * float(stock.embed_normalizer)).to(torch.float32).numpy().tobytes())
+    write_tokenizer(out / "tokenizer", cfg.vocab_size)
+    meta = {"format": "webpte-model/1", "name": "gemma4-tiny-random",
+            "decoder": "decoder.pte", "vision": None, "embed_tokens": "embed_tokens.i8.bin",
+            "embed_scales": "embed_tokens.scale.f32.bin", "tokenizer": "tokenizer",
+            "hidden_size": cfg.hidden_size, "sink_token": "<bos>",
+            "stop_tokens": ["<end_of_turn>"]}
+    (out / "webpte_model.json").write_text(json.dumps(meta, indent=1))
+    print(f"model folder {out}: {time.perf_counter() - t0:.1f} s, decoder {len(data)} B, "
+          f"{n_delegates} delegates, {sum(cpu.values())} CPU kernel calls", flush=True)
 
 
 def sequence(vocab: int, seed: int = SEED) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -228,7 +302,8 @@ def eager_calls(module: nn.Module, calls) -> list[torch.Tensor]:
     return outs
 
 
-def export_program(module: nn.Module, example, compile_options: dict | None):
+def export_program(module: nn.Module, example, compile_options: dict | None,
+                   constant_methods: dict | None = None):
     # Without this the portable index_put_/copy_ of the stock caches fail in to_executorch
     # ("a leaf Variable that requires grad is being used in an in-place operation").
     for p in module.parameters():
@@ -236,7 +311,8 @@ def export_program(module: nn.Module, example, compile_options: dict | None):
     ep = torch.export.export(module, example, strict=False)
     edge = to_edge_transform_and_lower(
         ep, partitioner=[WebGPUPartitioner(compile_options=compile_options)],
-        compile_config=EdgeCompileConfig(_check_ir_validity=False))
+        compile_config=EdgeCompileConfig(_check_ir_validity=False),
+        constant_methods=constant_methods)
     program = edge.to_executorch(ExecutorchBackendConfig())
     plan = program.executorch_program.execution_plan[0]
     cpu: Counter = Counter()
@@ -355,7 +431,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=Path("tests/fixtures/gemma4"))
     ap.add_argument("--only", nargs="*", choices=sorted(FIXTURES))
+    ap.add_argument("--model-folder", type=Path, help="write a tiny Gemma 4 model folder "
+                    "(webpte_model.json, decoder.pte, int8 embeddings, tokenizer/) instead")
     args = ap.parse_args(argv)
+    if args.model_folder:
+        write_model_folder(args.model_folder)
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     for name in args.only or FIXTURES:
         write_fixture(args.out, name)
