@@ -1,9 +1,10 @@
 // A tiny static server for the demo: 127.0.0.1 only, no listing, no server logic.
 //   node demo/serve.mjs [--root dist] [--port 8000]
 // The demo and browser tests import serveStatic() to mount folders, add virtual files and
-// count requests.
+// count requests. Single `Range: bytes=a-b` requests get a 206, so cut downloads resume.
 import { createServer } from 'node:http';
 import { createReadStream, statSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -20,14 +21,18 @@ const TYPES = {
  * Serve folders on 127.0.0.1: `mounts` ({"/prefix/": "/abs/dir"}), then `root` for every
  * other path, and `files` ({"/url/path": Buffer | "/abs/file"}), which win over both.
  * A path under no folder is a 404; one that climbs out of its folder a 403. Resolves to
- * {url, hits, close}; `hits` counts requests by path.
+ * {url, hits, ranges, close}; `hits` counts requests by path, `ranges` lists `path range` of
+ * each Range request. Tests only: `cut` ({"/url/path": fraction}) ends the first full
+ * response of a path after that fraction of its bytes by closing the connection.
  * @param {{root?: string, mounts?: Record<string, string>, port?: number,
- *   files?: Record<string, Buffer | string>, cache?: string}} options
+ *   files?: Record<string, Buffer | string>, cache?: string, cut?: Record<string, number>}} options
  */
-export function serveStatic({ root = null, mounts = {}, port = 0, files = {}, cache = 'no-cache' }) {
+export function serveStatic({ root = null, mounts = {}, port = 0, files = {}, cache = 'no-cache', cut = {} }) {
   const folders = Object.entries(mounts).map(([prefix, dir]) => [prefix, resolve(dir)]);
   if (root != null) folders.push(['/', resolve(root)]);
   const hits = new Map();
+  const ranges = [];
+  const toCut = new Map(Object.entries(cut));
   const server = createServer((req, res) => {
     let path;
     try {
@@ -37,15 +42,33 @@ export function serveStatic({ root = null, mounts = {}, port = 0, files = {}, ca
     }
     hits.set(path, (hits.get(path) ?? 0) + 1);
     if (path.endsWith('/')) path += 'index.html';
-    const headers = (name, size) => ({
-      'content-type': TYPES[extname(name)] ?? 'application/octet-stream',
-      'content-length': size, 'cache-control': cache,
-    });
+    const send = (name, size, source) => {
+      const h = { 'content-type': TYPES[extname(name)] ?? 'application/octet-stream', 'cache-control': cache, 'accept-ranges': 'bytes' };
+      let [start, end, status] = [0, size - 1, 200];
+      const range = req.headers.range;
+      if (range) {
+        ranges.push(`${path} ${range}`);
+        const m = /^bytes=(\d*)-(\d*)$/.exec(range);
+        if (m && (m[1] || m[2])) {
+          [start, end] = m[1] ? [Number(m[1]), m[2] ? Math.min(Number(m[2]), size - 1) : size - 1] : [Math.max(0, size - Number(m[2])), size - 1];
+          if (start > end) return void res.writeHead(416, { 'content-range': `bytes */${size}` }).end();
+          status = 206;
+          h['content-range'] = `bytes ${start}-${end}/${size}`;
+        }
+      }
+      res.writeHead(status, { ...h, 'content-length': end - start + 1 });
+      if (req.method === 'HEAD') return void res.end();
+      const fraction = status === 200 ? toCut.get(path) : undefined;
+      if (fraction !== undefined) toCut.delete(path);
+      const stop = fraction === undefined ? end + 1 : Math.floor(size * fraction);
+      const body = Buffer.isBuffer(source) || stop <= start
+        ? Readable.from([Buffer.from(source.subarray?.(start, stop) ?? [])]) : createReadStream(source, { start, end: stop - 1 });
+      if (fraction === undefined) return void body.pipe(res);
+      body.pipe(res, { end: false });
+      body.on('end', () => res.socket.end()); // the client sees a body shorter than its Content-Length
+    };
     const virtual = files[path];
-    if (Buffer.isBuffer(virtual)) {
-      res.writeHead(200, headers(path, virtual.length));
-      return void res.end(req.method === 'HEAD' ? undefined : virtual);
-    }
+    if (Buffer.isBuffer(virtual)) return send(path, virtual.length, virtual);
     let file = virtual;
     if (file === undefined) {
       const folder = folders.find(([prefix]) => path.startsWith(prefix));
@@ -61,15 +84,13 @@ export function serveStatic({ root = null, mounts = {}, port = 0, files = {}, ca
       return void res.writeHead(404).end();
     }
     if (!st.isFile()) return void res.writeHead(404).end();
-    res.writeHead(200, headers(file, st.size));
-    if (req.method === 'HEAD') return void res.end();
-    createReadStream(file).pipe(res);
+    send(file, st.size, file);
   });
   return new Promise((ok, fail) => {
     server.once('error', fail);
     server.listen(port, '127.0.0.1', () => {
       const url = `http://127.0.0.1:${server.address().port}`;
-      ok({ url, hits, close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(r); }) });
+      ok({ url, hits, ranges, close: () => new Promise((r) => { server.closeAllConnections?.(); server.close(r); }) });
     });
   });
 }

@@ -22,48 +22,105 @@ const MB = (n) => `${(n / 1e6).toFixed(1)} MB`;
 
 class MissingFile extends Error {}
 
-/**
- * GET `url` as an ArrayBuffer, reporting each chunk: `onBytes(n, total)` (total 0 when the
- * body is encoded or has no Content-Length). A 404 throws MissingFile.
- * @param {string} url @param {(n: number, total: number) => void} [onBytes]
- * @returns {Promise<ArrayBuffer>}
- * @throws {InputError}
- */
-export async function fetchBody(url, onBytes = () => {}) {
-  let resp;
-  try {
-    resp = await fetch(url);
-  } catch (err) {
-    throw new InputError(`fetching ${url} failed (${err.message}); check the URL and the connection`);
-  }
-  if (resp.status === 404) throw new MissingFile(`HTTP 404 at ${url}`);
-  if (!resp.ok) throw new InputError(`fetching ${url} gave HTTP ${resp.status}; check the URL`);
-  // Content-Length counts encoded bytes; only an unencoded body can be preallocated.
-  const encoded = (resp.headers.get('content-encoding') ?? 'identity') !== 'identity';
-  const total = encoded ? 0 : Number(resp.headers.get('content-length')) || 0;
+/** Whether a 206 answers `bytes=from-` of a `total`-byte file. */
+function resumes(resp, from, total) {
+  const range = resp.headers.get('content-range'); // unreadable cross-origin unless exposed
+  const m = range && /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(range);
+  if (m) return Number(m[1]) === from && Number(m[2]) === total - 1 && (m[3] === '*' || Number(m[3]) === total);
+  return Number(resp.headers.get('content-length')) === total - from;
+}
+
+/** A body of unknown length (encoded, or no Content-Length): streamed whole, not resumable. */
+async function readUnsized(url, resp, onBytes) {
   if (!resp.body) {
     const buf = await resp.arrayBuffer();
-    onBytes(buf.byteLength, total);
+    onBytes(buf.byteLength, 0);
     return buf;
   }
   const chunks = [];
-  let out = total ? new Uint8Array(total) : null;
   let loaded = 0;
-  for await (const chunk of resp.body) {
-    if (out && loaded + chunk.length > total) throw new InputError(`${url} is longer than its Content-Length`);
-    if (out) out.set(chunk, loaded);
-    else chunks.push(chunk);
-    loaded += chunk.length;
-    onBytes(chunk.length, total);
+  try {
+    for await (const chunk of resp.body) {
+      chunks.push(chunk);
+      loaded += chunk.length;
+      onBytes(chunk.length, 0);
+    }
+  } catch (err) {
+    throw new InputError(`${url} was cut after ${loaded} bytes (${err.message}); its size is unknown, so it cannot resume: retry`);
   }
-  if (!out) {
-    out = new Uint8Array(loaded);
-    let at = 0;
-    for (const c of chunks) { out.set(c, at); at += c.length; }
-  } else if (loaded !== total) {
-    throw new InputError(`${url} ended after ${loaded} of ${total} bytes; the download was cut, retry`);
-  }
+  const out = new Uint8Array(loaded);
+  let at = 0;
+  for (const c of chunks) { out.set(c, at); at += c.length; }
   return out.buffer;
+}
+
+/**
+ * GET `url` as an ArrayBuffer, reporting each chunk: `onBytes(n, total)` (total 0 when the
+ * body is encoded or has no Content-Length; n < 0 takes back bytes counted before a restart).
+ * A body cut short resumes with a `Range: bytes=N-` request (up to `attempts` requests in
+ * all) where the server answers 206 for the same file; a server that answers 200 sends it
+ * again from the start. A 404 throws MissingFile.
+ * @param {string} url @param {(n: number, total: number) => void} [onBytes]
+ * @param {{attempts?: number}} [options]
+ * @returns {Promise<ArrayBuffer>}
+ * @throws {InputError}
+ */
+export async function fetchBody(url, onBytes = () => {}, { attempts = 4 } = {}) {
+  let out = null;
+  let total = 0;
+  let loaded = 0;
+  let etag = null;
+  let cut = '';
+  for (let attempt = 1; ; attempt++) {
+    const from = loaded;
+    let resp;
+    try {
+      resp = await fetch(url, from ? { headers: { range: `bytes=${from}-` } } : undefined);
+    } catch (err) {
+      if (from && attempt < attempts) continue;
+      throw new InputError(`fetching ${url} failed (${err.message}); check the URL and the connection`);
+    }
+    if (resp.status === 404) throw new MissingFile(`HTTP 404 at ${url}`);
+    if (from && resp.status === 206 && resumes(resp, from, total)
+        && (etag === null || resp.headers.get('etag') === etag)) {
+      // resumed: keep the bytes in hand
+    } else if (resp.ok && resp.status !== 206) {
+      if (from) { onBytes(-loaded, total); loaded = 0; } // the server ignored the range: start again
+      // Content-Length counts encoded bytes; only an unencoded body can be preallocated.
+      const encoded = (resp.headers.get('content-encoding') ?? 'identity') !== 'identity';
+      total = encoded ? 0 : Number(resp.headers.get('content-length')) || 0;
+      etag = resp.headers.get('etag');
+      if (!total) return readUnsized(url, resp, onBytes);
+      if (!resp.body) {
+        const buf = await resp.arrayBuffer();
+        onBytes(buf.byteLength, total);
+        if (buf.byteLength !== total) throw new InputError(`${url} ended after ${buf.byteLength} of ${total} bytes; the download was cut, retry`);
+        return buf;
+      }
+      out = new Uint8Array(total);
+    } else if (from) {
+      throw new InputError(`${url} was cut after ${from} of ${total} bytes (${cut}) and the server did not resume it `
+        + `(HTTP ${resp.status}); retry`);
+    } else {
+      throw new InputError(`fetching ${url} gave HTTP ${resp.status}; check the URL`);
+    }
+    try {
+      for await (const chunk of resp.body) {
+        if (loaded + chunk.length > total) throw new InputError(`${url} is longer than its Content-Length`);
+        out.set(chunk, loaded);
+        loaded += chunk.length;
+        onBytes(chunk.length, total);
+      }
+      cut = 'the body ended early';
+    } catch (err) {
+      if (err instanceof InputError) throw err;
+      cut = err.message;
+    }
+    if (loaded === total) return out.buffer;
+    if (attempt >= attempts) {
+      throw new InputError(`${url} ended after ${loaded} of ${total} bytes (${cut}) in ${attempt} requests; the download was cut, retry`);
+    }
+  }
 }
 
 /** A model folder at a base URL: file `name` is `${base}${name}`. */

@@ -9,10 +9,11 @@ export const CHROMIUM = process.env.WEBPTE_CHROMIUM ?? '/usr/bin/chromium';
 
 /**
  * Start the server for `mounts` and a browser page on `${url}/suite/page.html` (the suite's
- * harness must be mounted at /suite/). Resolves to {server, browser, page, blocked, close}.
+ * harness must be mounted at /suite/); `serverOptions` go to the server. Resolves to
+ * {server, browser, page, blocked, close}.
  */
-export async function openSuitePage(mounts) {
-  const server = await serveStatic(mounts);
+export async function openSuitePage(mounts, serverOptions = {}) {
+  const server = await serveStatic(mounts, serverOptions);
   const blocked = [];
   const browser = await chromium.launch({
     executablePath: CHROMIUM,

@@ -4,8 +4,9 @@ import { serveStatic as serve } from '../../demo/serve.mjs';
 
 /**
  * Serve `mounts` ({"/prefix/": "/abs/dir"}) on 127.0.0.1; resolves to {url, close, hits}.
- * `hits` counts requests by path, so tests can see what a page fetched.
+ * `hits` counts requests by path, so tests can see what a page fetched; `options` go to
+ * demo/serve.mjs (e.g. `cut`).
  */
-export function serveStatic(mounts) {
-  return serve({ mounts, cache: 'no-store' });
+export function serveStatic(mounts, options = {}) {
+  return serve({ mounts, cache: 'no-store', ...options });
 }
