@@ -123,6 +123,9 @@ export class Executor {
     else device = await requestDevice(plan.limits, { gpu });
     const ex = new Executor(plan, device);
     device.lost.then((info) => { ex.lost = info; });
+    // An error outside every scope (none is expected) fails this program's next call, typed.
+    ex.onUncaptured = (ev) => { ex.uncaptured ??= ev.error; };
+    device.addEventListener?.('uncapturederror', ex.onUncaptured);
     try {
       await ex.#build(bytes, onStage);
       if (poison) ex.poison();
@@ -176,7 +179,15 @@ export class Executor {
     } catch (err) {
       thrown = err;
     }
-    const [validation, oom] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
+    let validation;
+    let oom;
+    try {
+      [validation, oom] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
+    } catch (err) {
+      await this.#settleLoss();
+      this.#usable();
+      throw new PlanError(`the GPU did not report on ${what} (${err.message})`);
+    }
     if (thrown) throw thrown;
     if (oom) throw new AdapterError(`the GPU ran out of memory for ${what} (${oom.message}); close other GPU-heavy tabs or use a smaller program`);
     if (validation) throw new PlanError(`the GPU refused ${what}: ${validation.message}`);
@@ -275,6 +286,7 @@ export class Executor {
     try {
       await Promise.all(this.staging.map((s) => s.mapAsync(GPUMapMode.READ)));
     } catch (err) {
+      await this.#settleLoss();
       this.#usable(); // a lost device or a disposed program says so
       throw new PlanError(`reading the outputs failed: ${err.message}`);
     }
@@ -318,12 +330,31 @@ export class Executor {
     this.staging = [];
     this.pipelines = [];
     this.bindGroups = [];
+    this.device.removeEventListener?.('uncapturederror', this.onUncaptured);
+  }
+
+  /** A failed map or scope may come just before `device.lost` resolves: give it a moment. */
+  async #settleLoss() {
+    if (this.lost) return;
+    const info = await Promise.race([this.device.lost, new Promise((r) => { setTimeout(r, 1000, null); })]);
+    if (info) this.lost = info;
   }
 
   #usable() {
     if (this.disposed) throw new DisposedError('this program was disposed; load it again');
     if (this.lost) {
-      throw new DeviceLostError(`the GPU device was lost (${this.lost.reason}: ${this.lost.message}); load the program again`);
+      const why = this.lost.reason === 'destroyed' ? 'destroyed' : `lost (${this.lost.message || this.lost.reason})`;
+      throw new DeviceLostError(`the GPU device was ${why}: a driver reset, the GPU running out of memory or the `
+        + 'browser reclaiming it; what was in flight stopped. Load the program or model again (a new device is '
+        + 'made); if it keeps happening, close other GPU-heavy tabs or use a smaller model');
+    }
+    const err = this.uncaptured;
+    if (err) {
+      this.uncaptured = null;
+      if (globalThis.GPUOutOfMemoryError && err instanceof GPUOutOfMemoryError) {
+        throw new AdapterError(`the GPU ran out of memory (${err.message}); close other GPU-heavy tabs or use a smaller program`);
+      }
+      throw new PlanError(`the GPU reported an error outside any call (${err.message}); load the program again`);
     }
   }
 }

@@ -4,12 +4,13 @@
 // number of stream events `{kind: "event", id, content}` (progress, generated text) for the
 // same id. `{kind: "cancel", id, content: {id: N}}` asks the worker to stop request N early: it
 // is served at once (not queued) and aborts the AbortSignal the handler of N was given.
+// `loseDevice` (tests of device-loss recovery) is served at once too.
 
 import { DisposedError, WorkerError, errorFromWire, errorToWire } from './errors.js';
 
 /** Kinds of request the worker serves. */
 export const REQUESTS = Object.freeze(['load', 'run', 'reset', 'dispose', 'info',
-  'loadModel', 'generate', 'resetModel', 'disposeModel', 'cancel']);
+  'loadModel', 'generate', 'resetModel', 'disposeModel', 'cancel', 'loseDevice']);
 
 /** Kinds of message the worker sends back. */
 export const REPLIES = Object.freeze(['return', 'throw', 'event']);
@@ -137,6 +138,7 @@ export function serve(port, handlers) {
       answer(port, { cancel: () => null }, msg, null);
       return;
     }
+    if (msg?.kind === 'loseDevice') return void answer(port, handlers, msg, null);
     const controller = new AbortController();
     if (Number.isInteger(msg?.id)) live.set(msg.id, controller);
     queue = queue.then(() => answer(port, handlers, msg, controller.signal))

@@ -80,6 +80,16 @@ const handlers = {
     };
   },
 
+  /**
+   * Tests of device-loss recovery: destroy the worker's GPUDevice now, as a driver reset
+   * would (served at once, even while a generation runs). -> whether there was one.
+   */
+  async loseDevice() {
+    const d = currentDevice() ? await currentDevice() : null;
+    d?.destroy();
+    return d != null;
+  },
+
   ...models.handlers,
 };
 

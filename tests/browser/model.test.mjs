@@ -353,6 +353,38 @@ describe('loading again', () => {
   });
 });
 
+describe('device loss', () => {
+  test('the device destroyed mid-generation ends it with a DeviceLostError; loading again makes a new device and works', LONG, async () => {
+    const [first] = native.conversations[0];
+    const out = await s.page.evaluate(async ({ prompt }) => {
+      const { runtime } = await import('/dist/client.js');
+      const model = await suite.webpte.loadModel('/model/');
+      let texts = 0;
+      let destroyed = null;
+      const inFlight = await suite.errorOf((async () => {
+        for await (const ev of model.generate({ prompt, maxNewTokens: 64 })) {
+          if (ev.type === 'text' && ++texts === 2) destroyed = await runtime().request('loseDevice', null);
+          if (ev.type === 'done') throw new Error('the generation finished despite the lost device');
+        }
+      })());
+      const next = await suite.errorOf((async () => { for await (const ev of model.generate({ prompt })) void ev; })());
+      await model.dispose();
+      const again = await suite.webpte.loadModel('/model/');
+      const ids = [];
+      for await (const ev of again.generate({ prompt, maxNewTokens: 4 })) if (ev.type === 'done') ids.push(...ev.tokenIds);
+      await again.dispose();
+      return { destroyed, texts, inFlight, next, ids, isLost: inFlight && (await suite.errorOf(Promise.reject(new suite.webpte.DeviceLostError('x')))).isClass.AdapterError };
+    }, { prompt: first.prompt });
+    assert.equal(out.destroyed, true, 'the worker had a device to destroy');
+    assert.equal(out.inFlight?.name, 'DeviceLostError', JSON.stringify(out.inFlight));
+    assert.match(out.inFlight.message, /GPU device was destroyed.*Load the program or model again/s);
+    assert.ok(out.inFlight.isWebpteError && out.isLost, 'a DeviceLostError is a WebpteError and an AdapterError');
+    assert.equal(out.next?.name, 'DeviceLostError', 'the model on the lost device says so on its next turn');
+    assert.deepEqual(out.ids, first.token_ids.slice(0, 4), 'a model loaded again gives the native ids');
+    timings.push(`device loss: destroyed after ${out.texts} text events`);
+  });
+});
+
 describe('network', () => {
   test('no request left 127.0.0.1', () => {
     assert.deepEqual(s.blocked, []);
