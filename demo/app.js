@@ -1,9 +1,9 @@
 // The demo page: check the browser, load a model, ask questions about a picture.
 // Model output is only ever set as textContent.
 
-import { checkCapabilities, loadModel } from '../index.js';
+import { checkCapabilities, deleteModelFromCache, listCachedModels, loadModel } from '../index.js';
 import { describeCapabilityCheck } from './capabilities.js';
-import { describeDone, describeProgress, formatBytes, formatRate } from './format.js';
+import { describeCachedModel, describeDone, describeProgress, formatBytes, formatRate } from './format.js';
 import { describeCapabilities, describeError } from './messages.js';
 import { Picture } from './picture.js';
 import { BUNDLED_URL, HUB_URL, bundledMeta, describeFolder, droppedFiles } from './sources.js';
@@ -180,7 +180,47 @@ async function load() {
     $('progress').hidden = true;
     $('sources').disabled = false;
     updateSourceUI();
+    $('stored-status').textContent = '';
+    await showStored();
   }
+}
+
+/** List the model folders kept in Cache Storage, each with a Delete button. */
+async function showStored() {
+  let models = [];
+  try {
+    models = await listCachedModels();
+  } catch (err) {
+    console.warn('the model cache could not be listed', err);
+  }
+  const list = $('stored-list');
+  list.replaceChildren(...models.map((m) => {
+    const { title, detail } = describeCachedModel(m);
+    const li = document.createElement('li');
+    li.dataset.base = m.base;
+    const name = document.createElement('strong');
+    name.textContent = title;
+    const small = document.createElement('small');
+    small.textContent = detail;
+    const del = document.createElement('button');
+    del.type = 'button';
+    del.className = 'small';
+    del.textContent = 'Delete';
+    del.addEventListener('click', () => deleteStored(m.base, title));
+    li.append(name, ' ', small, ' ', del);
+    return li;
+  }));
+  $('stored').hidden = models.length === 0 && !$('stored-status').textContent;
+}
+
+async function deleteStored(base, title) {
+  try {
+    const { files, bytes } = await deleteModelFromCache(base);
+    $('stored-status').textContent = `Deleted ${title}: ${formatBytes(bytes)} in ${files} file${files === 1 ? '' : 's'}.`;
+  } catch (err) {
+    showError(err, $('model'));
+  }
+  await showStored();
 }
 
 // ---- 3: conversation ------------------------------------------------------------------
@@ -384,6 +424,7 @@ async function main() {
   }
   $('sources').disabled = false;
   updateSourceUI();
+  await showStored();
   document.body.dataset.state = 'ready';
 }
 

@@ -72,3 +72,13 @@ export function describeDone(done) {
   const stop = STOPS[done.stopReason] ?? done.stopReason ?? '';
   return `${prefill} · ${decode}${reused}${stop ? ` · ${stop}` : ''}`;
 }
+
+/**
+ * One model folder kept in the browser's cache (webpte's listCachedModels) as `{title, detail}`.
+ * @param {{base: string, name: string | null, files: object[], bytes: number, complete: boolean}} m
+ */
+export function describeCachedModel(m) {
+  const n = m.files.length;
+  const files = `${formatBytes(m.bytes)} in ${n} file${n === 1 ? '' : 's'}${m.complete ? '' : ' (incomplete)'}`;
+  return { title: m.name ?? 'Model files', detail: `${files} · ${m.base}` };
+}

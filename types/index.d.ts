@@ -77,3 +77,4 @@ export { WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError,
 export { Executor, requestDevice } from "./executor.js";
 export { runtimeInfo, terminate } from "./client.js";
 export { loadModel, Model, checkCapabilities } from "./model.js";
+export { listCachedModels, hasModelInCache, deleteModelFromCache } from "./cache.js";

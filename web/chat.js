@@ -176,8 +176,8 @@ export function usage(done) {
 
 /** webpte's own numbers of a turn, beside OpenAI's fields. */
 function stats(done) {
-  const { reusedRows, computedRows, prefillTokensPerSecond, decodeTokensPerSecond, stopReason, tokenIds } = done;
-  return { reusedRows, computedRows, prefillTokensPerSecond, decodeTokensPerSecond, stopReason, tokenIds };
+  const { reusedRows, computedRows, prefillTokensPerSecond, decodeTokensPerSecond, visionSeconds, stopReason, tokenIds } = done;
+  return { reusedRows, computedRows, prefillTokensPerSecond, decodeTokensPerSecond, visionSeconds, stopReason, tokenIds };
 }
 
 let nextId = 0;

@@ -26,6 +26,7 @@ export { parsePlan } from './plan.js';
 export { runtimeInfo, terminate } from './client.js';
 export { loadModel, Model, checkCapabilities } from './model.js';
 export { CACHE_NAME } from './files.js';
+export { listCachedModels, hasModelInCache, deleteModelFromCache } from './cache.js';
 
 /**
  * Load one method of a `.pte` program: fetch it, plan it in Python, upload it to the GPU.

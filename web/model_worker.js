@@ -4,6 +4,7 @@
 // and logits between the tokenizer, the executors and Python.
 
 import { tokenizersURL } from './assets.js';
+import { recordCachedModel } from './cache.js';
 import { StopText } from './chat.js';
 import { DisposedError, InputError, ModelFolderError } from './errors.js';
 import { EmbeddingTable, PromptRows } from './embeddings.js';
@@ -47,6 +48,7 @@ class WorkerModel {
       'reading the model folder');
     const have = new Map(meta?.bytes ? [[meta.name, meta.bytes]] : []);
     const bytes = await readModelFiles(folder, manifest.files, { verify, cache, emit, have });
+    if (base && cache) await recordCachedModel(base, manifest.name, manifest.files);
     const fetch_ms = performance.now() - t0;
     const file = (role) => {
       const spec = manifest.files.find((f) => f.role === role);

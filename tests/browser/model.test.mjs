@@ -297,6 +297,49 @@ describe('images (the SmolVLM path, with the tiny fixtures)', () => {
     timings.push(`tiny VLM: vision ${out.turns[0].visionSeconds.toFixed(2)} s, prefill ${out.turns[0].prefillTokensPerSecond.toFixed(1)} tok/s`);
   });
 
+  test('chat.completions.create about the picture (image_url parts), streaming and not, gives generate()\'s greedy ids; a follow-up reuses the cache', LONG, async () => {
+    const e = TINY_EXPECTED;
+    const maxNewTokens = Math.max(...e.answer_ids.map((a) => a.length));
+    const out = await s.page.evaluate(async ({ question, follow, maxNewTokens }) => {
+      const model = await suite.webpte.loadModel('/tiny-vlm/');
+      try {
+        const picture = await (await fetch('/tiny-vlm/picture.png')).blob();
+        let done = null;
+        for await (const ev of model.generate({ prompt: question, image: picture, maxNewTokens })) if (ev.type === 'done') done = ev;
+        const dataURL = await new Promise((res) => { const r = new FileReader(); r.onload = () => res(r.result); r.readAsDataURL(picture); });
+        const ask = (url) => ({
+          messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }, { type: 'text', text: question }] }],
+          max_tokens: maxNewTokens, temperature: 0,
+        });
+        await model.reset();
+        const completion = await model.chat.completions.create(ask('/tiny-vlm/picture.png'));
+        await model.reset();
+        let streamed = '';
+        let last = null;
+        for await (const chunk of await model.chat.completions.create({ ...ask(dataURL), stream: true })) {
+          streamed += chunk.choices[0]?.delta?.content ?? '';
+          last = chunk;
+        }
+        const followUp = await model.chat.completions.create({
+          messages: [...ask(dataURL).messages, { role: 'assistant', content: streamed }, { role: 'user', content: follow }], max_tokens: 1,
+        });
+        return { done, completion, streamed, last, followUp };
+      } finally {
+        await model.dispose();
+      }
+    }, { question: e.questions[0], follow: e.questions[1], maxNewTokens });
+    assert.deepEqual(out.done.tokenIds, e.answer_ids[0], 'generate() with the picture');
+    assert.deepEqual(out.completion.webpte.tokenIds, out.done.tokenIds, 'chat (stream: false, same-origin URL) and generate() differ');
+    assert.equal(out.completion.choices[0].message.content, out.done.text);
+    assert.equal(out.completion.usage.prompt_tokens, e.prompt_ids[0].length);
+    assert.ok(out.completion.webpte.visionSeconds > 0, 'the chat request ran the vision program');
+    assert.deepEqual(out.last.webpte.tokenIds, out.done.tokenIds, 'chat (stream: true, data: URL) and generate() differ');
+    assert.equal(out.streamed, out.done.text, 'the streamed deltas make the answer');
+    assert.equal(out.last.choices[0].finish_reason, out.completion.choices[0].finish_reason);
+    assert.equal(out.last.usage.completion_tokens, out.done.newTokens);
+    assert.ok(out.followUp.webpte.reusedRows >= e.prompt_ids[0].length, `the follow-up reused ${out.followUp.webpte.reusedRows} rows (the image turn's included)`);
+  });
+
   test('a picture decoded by the page keeps its pixels; pixel values are (x/255 - 0.5)/0.5', LONG, async () => {
     const out = await s.page.evaluate(async () => {
       const { imagePixels, pixelValues } = await import('/dist/image.js');
@@ -350,6 +393,44 @@ describe('loading again', () => {
     assert.deepEqual(out.first, first.token_ids.slice(0, 2));
     assert.deepEqual(out.second, first.token_ids.slice(0, 2));
     assert.equal(out.info.models, 0, 'every model was disposed');
+  });
+});
+
+describe('the model cache', () => {
+  test('a loaded folder is listed with its files and sizes; deleting it leaves nothing listed', LONG, async () => {
+    const fetched = Object.keys(META.sha256).filter((f) => f !== 'tokenizer/special_tokens_map.json'); // not read by loadModel
+    const sizes = Object.fromEntries(fetched.map((f) => [f, readFileSync(join(FOLDER, f)).length]));
+    const out = await s.page.evaluate(async () => {
+      const { listCachedModels, hasModelInCache, deleteModelFromCache, loadModel } = suite.webpte;
+      for (const m of await listCachedModels()) await deleteModelFromCache(m.base); // what earlier tests stored
+      const empty = await listCachedModels();
+      const before = await hasModelInCache('/model/');
+      const model = await loadModel('/model');
+      await model.dispose();
+      const listed = await listCachedModels();
+      const has = await hasModelInCache('/model');
+      const deleted = await deleteModelFromCache('/model/');
+      const keys = (await (await caches.open(suite.webpte.CACHE_NAME)).keys()).length;
+      const bad = await suite.errorOf(hasModelInCache(42));
+      return { empty, before, listed, has, deleted, after: await listCachedModels(), hasAfter: await hasModelInCache('/model/'), keys, bad, base: new URL('/model/', location.href).href };
+    });
+    assert.deepEqual(out.empty, []);
+    assert.equal(out.before, false);
+    assert.equal(out.listed.length, 1, JSON.stringify(out.listed.map((m) => m.base)));
+    const [m] = out.listed;
+    assert.equal(m.base, out.base);
+    assert.equal(m.name, META.name);
+    assert.equal(m.complete, true);
+    assert.deepEqual(Object.fromEntries(m.files.map((f) => [f.name, f.bytes])), sizes, 'every pinned file, with its size');
+    const total = Object.values(sizes).reduce((a, b) => a + b, 0);
+    assert.equal(m.bytes, total);
+    assert.equal(out.has, true);
+    assert.deepEqual(out.deleted, { files: Object.keys(sizes).length, bytes: total });
+    assert.deepEqual(out.after, []);
+    assert.equal(out.hasAfter, false);
+    assert.equal(out.keys, 0, 'the index entry went too');
+    assert.equal(out.bad?.name, 'InputError', JSON.stringify(out.bad));
+    timings.push(`cache: ${(total / 1e6).toFixed(1)} MB in ${m.files.length} files listed and deleted`);
   });
 });
 

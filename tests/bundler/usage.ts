@@ -1,8 +1,8 @@
 // What a TypeScript app writes against webpte; `npm run typecheck` (tsc --noEmit --strict)
 // checks it against the declarations in types/. Type-checked only, never run.
 import {
-  CACHE_NAME, ContextFullError, PteFormatError, WebpteError, checkCapabilities, loadModel, loadProgram,
-  type Model, type Program,
+  CACHE_NAME, ContextFullError, PteFormatError, WebpteError, checkCapabilities, deleteModelFromCache,
+  hasModelInCache, listCachedModels, loadModel, loadProgram, type Model, type Program,
 } from 'webpte';
 import { InputError } from 'webpte/errors';
 
@@ -31,4 +31,13 @@ export async function answer(question: string, signal: AbortSignal): Promise<str
   }
   console.log(CACHE_NAME, model.name, model.maxContext);
   return text;
+}
+
+export async function freeSpace(): Promise<number> {
+  let freed = 0;
+  for (const m of await listCachedModels()) {
+    console.log(m.name ?? m.base, m.bytes, m.complete, m.files.map((f) => `${f.name} ${f.bytes}`));
+    if (await hasModelInCache(m.base)) freed += (await deleteModelFromCache(m.base)).bytes;
+  }
+  return freed;
 }

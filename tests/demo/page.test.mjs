@@ -276,6 +276,39 @@ describe('demo page', () => {
     assert.deepEqual(context.blocked, []);
   });
 
+  test('the model kept in the browser is listed with its size, also after a reload, and Delete removes it', LONG, async () => {
+    const dir = join(h.ROOT, 'tests/fixtures/tiny_vlm');
+    const vlmMeta = JSON.parse(readFileSync(join(dir, 'webpte_model.json'), 'utf8'));
+    const files = {};
+    for (const name of ['webpte_model.json', ...Object.keys(vlmMeta.sha256)]) files[`/tiny-vlm/${name}`] = join(dir, name);
+    const bytes = Object.keys(vlmMeta.sha256).reduce((n, f) => n + readFileSync(join(dir, f)).length, 0);
+    const own = await h.serveSite(files);
+    const context = await h.guardedContext(browser, own);
+    try {
+      const page = await h.openDemo(context, own);
+      assert.equal(await page.isVisible('#stored'), false, 'nothing stored yet');
+      await page.check('input[name=source][value=hub]');
+      await page.fill('#hub-url', `${own.url}/tiny-vlm/`);
+      await h.loadAndWait(page);
+      assert.equal(await h.shownError(page), null);
+      await page.waitForSelector('#stored-list li', { timeout: 30_000 }); // listed once the load is over
+      const listed = () => page.$$eval('#stored-list li', (lis) => lis.map((li) => ({ base: li.dataset.base, text: li.textContent })));
+      const want = [{ base: `${own.url}/tiny-vlm/`, text: `${vlmMeta.name} ${(bytes / 1e3).toFixed(0)} kB in 6 files · ${own.url}/tiny-vlm/ Delete` }];
+      assert.deepEqual(await listed(), want);
+      await page.reload();
+      await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+      assert.deepEqual(await listed(), want, 'listed again after a reload');
+      await page.click('#stored-list li button');
+      await page.waitForFunction(() => document.getElementById('stored-list').children.length === 0, null, { timeout: 30_000 });
+      assert.match(await page.textContent('#stored-status'), new RegExp(`^Deleted ${vlmMeta.name.replace(/[()]/g, '\\$&')}: [\\d.]+ kB in 6 files\\.$`));
+      assert.equal(await page.evaluate(async () => (await (await caches.open('webpte-models-v1')).keys()).length), 0);
+    } finally {
+      await context.close();
+      await own.close();
+    }
+    assert.deepEqual(context.blocked, []);
+  });
+
   for (const [folder, name, title] of [
     ['bad-pte', 'PteFormatError', /not a valid ExecuTorch program/],
     ['bad-hash', 'HashMismatchError', /does not match its pinned checksum/],

@@ -1,4 +1,5 @@
-// A stand-in for webpte's model API (loadModel, checkCapabilities and the typed errors): one
+// A stand-in for webpte's model API (loadModel, checkCapabilities, the typed errors; the cache
+// helpers are webpte's own): one
 // browser test serves it as /index.js for the picture controls, which need a model with a
 // vision program (the SmolVLM files cannot be had offline). It fetches and checks a model folder like the real API
 // (progress, sha256, .pte header), streams a canned answer and records each generate() call
@@ -6,6 +7,7 @@
 import { InputError, NoWebGPUError, PteFormatError, WebpteError } from './errors.js';
 
 export * from './errors.js';
+export { deleteModelFromCache, hasModelInCache, listCachedModels } from './cache.js';
 export class HashMismatchError extends WebpteError {}
 export class ContextFullError extends WebpteError {}
 export class QuotaError extends WebpteError {}

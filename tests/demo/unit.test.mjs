@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeCapabilityCheck } from '../../demo/capabilities.js';
-import { describeDone, describeProgress, formatBytes, formatEta, formatRate } from '../../demo/format.js';
+import { describeCachedModel, describeDone, describeProgress, formatBytes, formatEta, formatRate } from '../../demo/format.js';
 import { describeCapabilities, describeError } from '../../demo/messages.js';
 import { describeFolder, relativePath } from '../../demo/sources.js';
 
@@ -117,4 +117,12 @@ test('the capability check reads as a status line and facts', () => {
   assert.equal(describeCapabilityCheck({ ...caps, warnings: [] }).status, '✓ WebGPU is available.');
   assert.equal(describeCapabilityCheck({ webgpu: false, problems: ['no navigator.gpu'] }).ok, false);
   assert.equal(describeCapabilityCheck({ ...caps, problems: ['not a secure context'] }).ok, false);
+});
+
+test('a model kept in the browser\'s cache reads as its name, size, file count and URL', () => {
+  const files = [{ name: 'decoder_q8.pte', bytes: 138066180 }, { name: 'tokenizer/tokenizer.json', bytes: 2104556 }];
+  assert.deepEqual(describeCachedModel({ base: 'http://127.0.0.1:8000/models/smollm2/', name: 'SmolLM2', files, bytes: 140170736, complete: true }),
+    { title: 'SmolLM2', detail: '140 MB in 2 files · http://127.0.0.1:8000/models/smollm2/' });
+  assert.deepEqual(describeCachedModel({ base: 'https://h/m/', name: null, files: files.slice(0, 1), bytes: 999, complete: false }),
+    { title: 'Model files', detail: '999 B in 1 file (incomplete) · https://h/m/' });
 });
