@@ -235,7 +235,7 @@ def test_quantized_chains_with_different_scales_share_one_pipeline():
 
 def _math_chains():
     """Three chains of the newer elementwise ops, each one dispatch when fused:
-    sin -> hardswish -> pow 2.5 (runtime NaN/inf words) -> gt 0.05 -> where(., y, z);
+    tanh -> hardswish -> pow 2.5 (runtime NaN/inf words) -> gt 0.05 -> where(., y, z);
     int floor division -> abs -> eq 3 -> logical_not -> where(., y, z);
     full_like 2.5 -> mul x -> exp -> tanh."""
     shape = (7, 13)
@@ -245,7 +245,7 @@ def _math_chains():
     f = [b.tensor(np.float32, shape) for _ in range(9)]
     k = [b.tensor(np.int32, shape) for _ in range(2)]
     c = [b.tensor(np.bool_, shape) for _ in range(3)]
-    b.op("aten.sin.default", x, f[0])
+    b.op("aten.tanh.default", x, f[0])
     b.op("aten.hardswish.default", f[0], f[1])
     b.op("aten.pow.Tensor_Scalar", f[1], b.scalar(2.5), f[2])
     b.op("aten.gt.Scalar", f[2], b.scalar(0.05), c[0])
@@ -267,7 +267,7 @@ def test_new_elementwise_ops_fuse_bitwise_unfused(gpu):
     g, blob = _math_chains()
     fused, unfused = lower(g), lower(g, fuse=False)
     assert [d.op for d in fused.dispatches] == [
-        "fused:sin+hardswish+pow_scalar+gt+where", "fused:div_floor+abs+eq+logical_not+where",
+        "fused:tanh+hardswish+pow_scalar+gt+where", "fused:div_floor+abs+eq+logical_not+where",
         "fused:fill+mul+exp+tanh"]
     assert len(unfused.dispatches) == 14
     rng = np.random.default_rng(13)

@@ -4,9 +4,12 @@ pow with a scalar exponent.
 abs/neg of integer tensors run in exact i32, the rest in f32. Formulations, chosen because
 WGSL's transcendentals are implementation-defined (lavapipe and SwiftShader both run these)
 and the catalog allows about 1e-3:
-- sin/cos: WGSL bounds their error (2^-11 absolute) only on [-pi, pi], so the argument is
-  first reduced by whole turns k = round(x / 2pi): x - k*C1 - k*C2 with C1 = 6.28125 (8
-  significant bits, so k*C1 is exact for |k| < 2^16) and C2 = 2pi - C1.
+- sin/cos: WGSL bounds their error only to 2^-11 absolute on [-pi, pi], and SwiftShader is
+  that coarse (rotary tables computed in-graph drifted by 1e-4 relative), so they are
+  webpte's own: whole turns off, k = round(x / 2pi): x - k*C1 - k*C2 with C1 = 6.28125 (8
+  significant bits, so k*C1 is exact for |k| < 2^16) and C2 = 2pi - C1; then quarter turns
+  (pi/2 in three parts, Cody-Waite) and Cephes' f32 minimax polynomials of sin and cos on
+  [-pi/4, pi/4], picked by the quadrant (about 1 ulp).
 - tanh: WGSL's tanh is sinh/cosh, which overflow past |x| ~ 89; the argument is clamped to
   [-10, 10] (tanh(10) is 1.0 in f32).
 - exp (3 + 2|x| ulp), sqrt and inverseSqrt (2 ulp) are accurate enough as they are.
@@ -34,6 +37,10 @@ _OPS = {**{f"aten.{op}.default": op for op in _PLAIN},
 INV_2PI = 1 / (2 * math.pi)
 TWO_PI_HI = 6.28125                   # exact in 8 bits: k * TWO_PI_HI is exact in f32
 TWO_PI_LO = 2 * math.pi - TWO_PI_HI
+INV_PIO2 = 2 / math.pi
+PIO2 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)   # pi/2, Cody-Waite
+SIN_POLY = (-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4)      # Cephes sinf
+COS_POLY = (4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5)  # Cephes cosf
 # torch's pow special cases: exponent -> the template's form.
 _POW_FORMS = {0.5: "sqrt", -0.5: "rsqrt", -1.0: "recip", -2.0: "recip_square"}
 MAX_INT_EXPONENT = 8                  # integer pow unrolls x * x * ... in the expression
@@ -73,12 +80,14 @@ def element(A, call) -> Element:
     params: dict = {}
     runtime: tuple = ()
     if op in ("sin", "cos"):
-        params = {"inv": INV_2PI, "c1": TWO_PI_HI, "c2": TWO_PI_LO}
+        params = {"inv": INV_2PI, "c1": TWO_PI_HI, "c2": TWO_PI_LO, "inv_pio2": INV_PIO2,
+                  "pio2": PIO2, "sin": SIN_POLY, "cos": COS_POLY}
     elif op == "leaky_relu":
         params = {"slope": s}
     elif op == "pow_scalar":
         params, runtime = _pow_params(A, call, s, ty)
-    return Element(op, (x,), out, ty, params, runtime)
+    # sin/cos call a helper function of their own kernel's template: not fused.
+    return Element(op, (x,), out, ty, params, runtime, fusible=op not in ("sin", "cos"))
 
 
 def lower(L, call) -> None:
@@ -94,6 +103,22 @@ def turns_reduced(x: np.ndarray) -> np.ndarray:
     return (x - k * f32(TWO_PI_HI)) - k * f32(TWO_PI_LO)
 
 
+def sincos_f32(x: np.ndarray, cos: bool) -> np.ndarray:
+    """The kernel's sin (or cos) in f32, step by step as `sincos_f32` in the template."""
+    f32 = np.float32
+    r = turns_reduced(x)
+    q = np.round(r * f32(INV_PIO2))
+    y = ((r - q * f32(PIO2[0])) - q * f32(PIO2[1])) - q * f32(PIO2[2])
+    z = y * y
+    s1, s2, s3 = (f32(c) for c in SIN_POLY)
+    c1, c2, c3 = (f32(c) for c in COS_POLY)
+    s = y + y * z * (s1 + z * (s2 + z * s3))
+    co = (f32(1) - f32(0.5) * z) + z * z * (c1 + z * (c2 + z * c3))
+    quadrant = (np.nan_to_num(q).astype(np.int64) + 4 + int(cos)) & 3
+    v = np.where(quadrant & 1 == 1, co, s)
+    return np.where(quadrant >= 2, -v, v).astype(np.float32)
+
+
 def apply(e: Element, x: np.ndarray) -> np.ndarray:
     """The element's op on an array already in its compute type."""
     f32 = np.float32
@@ -104,7 +129,7 @@ def apply(e: Element, x: np.ndarray) -> np.ndarray:
         if op == "rsqrt":
             return f32(1) / np.sqrt(x)
         if op in ("sin", "cos"):
-            return (np.sin if op == "sin" else np.cos)(turns_reduced(x))
+            return sincos_f32(x, op == "cos")
         if op == "tanh":
             return np.tanh(np.clip(x, f32(-10), f32(10)))
         if op == "hardswish":
