@@ -29,13 +29,23 @@ class RangeSource:
     """A byte source of `size` bytes that supports `len()` and slicing, backed by
     `read(start, stop)` (in the page: a JS function returning a Uint8Array view).
 
-    Counts the bytes it hands out (`bytes_read`), which shows what crossed into Python.
+    Counts the distinct bytes it hands out (`bytes_read`: a region read twice counts once),
+    which shows what crossed into Python.
     """
 
     def __init__(self, size: int, read: Callable[[int, int], object]):
         self.size = int(size)
         self._read = read
-        self.bytes_read = 0
+        self._ranges: list[tuple[int, int]] = []
+
+    @property
+    def bytes_read(self) -> int:
+        total, end = 0, 0
+        for a, b in sorted(self._ranges):
+            if b > end:
+                total += b - max(a, end)
+                end = b
+        return total
 
     def __len__(self) -> int:
         return self.size
@@ -49,7 +59,7 @@ class RangeSource:
                 return b""
             raw = self._read(start, stop)
             raw = raw.to_bytes() if hasattr(raw, "to_py") else bytes(raw)  # a JsProxy
-            self.bytes_read += len(raw)
+            self._ranges.append((start, start + len(raw)))
             return raw
         index = range(self.size)[key]
         return self[index:index + 1][0]
