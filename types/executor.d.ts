@@ -94,5 +94,6 @@ export class Executor {
     poison(word?: number): void;
     /** Free every GPU resource of this program (the device stays, it may be shared). */
     dispose(): void;
+    uncaptured: any;
     #private;
 }

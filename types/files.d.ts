@@ -2,12 +2,18 @@
 export function sha256Hex(bytes: ArrayBuffer | ArrayBufferView): Promise<string>;
 /**
  * GET `url` as an ArrayBuffer, reporting each chunk: `onBytes(n, total)` (total 0 when the
- * body is encoded or has no Content-Length). A 404 throws MissingFile.
+ * body is encoded or has no Content-Length; n < 0 takes back bytes counted before a restart).
+ * A body cut short resumes with a `Range: bytes=N-` request (up to `attempts` requests in
+ * all) where the server answers 206 for the same file; a server that answers 200 sends it
+ * again from the start. A 404 throws MissingFile.
  * @param {string} url @param {(n: number, total: number) => void} [onBytes]
+ * @param {{attempts?: number}} [options]
  * @returns {Promise<ArrayBuffer>}
  * @throws {InputError}
  */
-export function fetchBody(url: string, onBytes?: (n: number, total: number) => void): Promise<ArrayBuffer>;
+export function fetchBody(url: string, onBytes?: (n: number, total: number) => void, { attempts }?: {
+    attempts?: number;
+}): Promise<ArrayBuffer>;
 /**
  * Find the folder's meta file: `{name, bytes}` of the first of META_NAMES present (for the
  * SmolVLM layout a local folder may hold only `smolvlm_decoder_q8.pte`), or null.
