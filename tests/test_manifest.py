@@ -26,14 +26,23 @@ def test_a_model_folder_lists_every_program_on_one_device_function():
         assert entry["alloc_per_node"][0] > 0 and entry["num_devices"] == 1
 
 
-def test_host_ops_and_missing_kernels_are_breaks_with_reasons():
+def test_kernel_calls_without_a_unit_are_breaks_with_reasons():
     prog = read_program((FIXTURES / "op_catalog" / "add__regular_3d.pte").read_bytes())
-    prog.method("forward").host_ops.append("aten::add.Scalar_out")
+    prog.method("forward").host_ops.append("aten::frobnicate.out")
     entry = _method_entry(prog, "forward", 3)
     (stats,) = entry["subgraph"]["stats"]
     assert stats["compile_id"] == 3 and stats["device_func_count"] == 0
-    assert "host graph break" in stats["host_op_reason"]["aten::add.Scalar_out"]
+    assert "no webpte unit runs" in stats["host_op_reason"]["aten::frobnicate.out"]
     assert entry["alloc_per_node"] == [0]
+
+
+def test_the_stock_gemma_export_runs_on_one_device_function():
+    """50 delegates and 102 portable kernel calls between them: all in one plan, no break."""
+    out = seed000_manifest(FIXTURES / "gemma4" / "gemma4_stock.pte")
+    (stats,) = out["metadata"]["gemma4_stock.pte"]["subgraph"]["stats"]
+    assert out["graphs_with_breaks"] == []
+    assert stats["device_func_count"] == 1 and stats["host_op_reason"] == {}
+    assert stats["delegate_calls"] == 50 and stats["host_kernel_calls_on_device"] == 102
 
 
 def test_cli_prints_the_manifest(capsys):

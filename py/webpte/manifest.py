@@ -19,7 +19,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import WebpteError
-from .kernels.registry import missing_ops
 
 POLICY = "One device function (one plan, one submit) per program method; no host graph breaks"
 
@@ -30,30 +29,33 @@ def _io(specs) -> list[dict]:
 
 
 def _method_entry(prog, name: str, compile_id: int) -> dict:
+    """One method's entry, from the same description `webpte inspect` gives (describe):
+    kernel calls between delegates run as webpte units in the method's one plan, so only
+    calls no unit runs, missing kernels and planning errors are breaks."""
     from . import __version__
-    from .program import plan_method
+    from .program import describe, plan_method
 
     m = prog.method(name)
+    info = describe(prog)["methods"][name]
     reasons: dict[str, str] = {}
-    for op in m.host_ops:
-        reasons.setdefault(op, "a kernel call outside the VulkanBackend delegates (host graph "
-                               "break)")
-    vk_ops = [op.name for g in m.graphs.values() for op in g.chain]
-    for op in missing_ops(vk_ops):
-        reasons[op] = "webpte has no kernel for it"
+    for op in info["host_graph_breaks"]:
+        reasons[op] = "a kernel call outside the delegates that no webpte unit runs"
+    for op in info["unsupported_ops"]:
+        reasons.setdefault(op, "webpte has no kernel for it")
+    if "plan_error" in info:
+        reasons["plan_error"] = info["plan_error"][:300]
     alloc = 0
     if not reasons:
         try:
-            plan = plan_method(prog, name)
-            alloc = plan.memory()["total"]
+            alloc = plan_method(prog, name).memory()["total"]
         except WebpteError as e:
             reasons[type(e).__name__] = str(e)[:300]
+    stats = {"compile_id": compile_id, "device_func_count": 0 if reasons else 1,
+             "host_op_reason": reasons, "delegate_calls": info["delegate_calls"],
+             "host_kernel_calls_on_device": 0 if reasons else info["host_kernel_calls"]}
     return {"name": name, "inputs": _io(m.inputs), "outputs": _io(m.outputs),
             "alloc_per_node": [alloc], "num_devices": 1, "device": "webgpu",
-            "compiler": f"webpte {__version__}",
-            "subgraph": {"stats": [{"compile_id": compile_id,
-                                    "device_func_count": 0 if reasons else 1,
-                                    "host_op_reason": reasons}]}}
+            "compiler": f"webpte {__version__}", "subgraph": {"stats": [stats]}}
 
 
 def program_entries(path: Path, key: str, start_id: int = 0) -> dict[str, dict]:
