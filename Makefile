@@ -151,3 +151,10 @@ conformance-native: venv
 conformance-web: web
 	@test -f $(CATALOG)/manifest.json || { echo "no catalog in $(CATALOG): make catalog"; exit 2; }
 	WEBPTE_CATALOG=$(CATALOG) node --test --test-concurrency=1 tests/browser/catalog.test.mjs
+
+# Long sessions natively: decode steps of the tiny q8 decoder create no GPU buffer or bind
+# group after load and RSS stays flat (tests/test_soak.py; CI runs 50 steps).
+.PHONY: soak
+soak: venv
+	@mkdir -p $(XDG_RUNTIME_DIR)
+	WEBPTE_SOAK_STEPS=$${WEBPTE_SOAK_STEPS:-1000} $(BIN)/pytest -q -s tests/test_soak.py
