@@ -157,12 +157,32 @@ describe('a model folder loads in the page', () => {
   });
 });
 
+// Logit gap (logits are O(10-30)) within which the page may pick the native runner-up.
+const NEAR_TIE = 0.02;
+
 describe('greedy generation in the page gives the native token ids', () => {
   native.conversations.forEach((turns, i) => {
     test(`conversation ${i + 1}: ${turns.map((t) => JSON.stringify(t.prompt)).join(' then ')}`, LONG, async (t) => {
       const got = await converse(turns);
-      got.forEach((g, j) => {
+      for (const [j, g] of got.entries()) {
         const want = turns[j];
+        const at = g.tokenIds.findIndex((id, k) => id !== want.token_ids[k]);
+        if (at >= 0 && j === 0 && want.top) {
+          // A near-tie: SwiftShader and lavapipe sum f32 in other orders (and round their
+          // builtins differently), so where the native logits of the two best tokens are
+          // within NEAR_TIE either may be picked. Up to there the ids must be equal; after
+          // it the answers differ and are not compared.
+          const best = want.top[at][0];
+          const picked = want.top[at].find(([id]) => id === g.tokenIds[at]);
+          assert.ok(picked && best[1] - picked[1] <= NEAR_TIE,
+            `turn 1 (${want.prompt}): token ${at} page ${g.tokenIds[at]}, native ${best[0]}; native top-5 ${JSON.stringify(want.top[at])} (page ${JSON.stringify(g.text)}, native ${JSON.stringify(want.text)})`);
+          assert.deepEqual(g.tokenIds.slice(0, at), want.token_ids.slice(0, at));
+          assert.equal(g.promptRows, want.prompt_rows);
+          const line = `${want.prompt}: near-tie at token ${at} (native margin ${(best[1] - picked[1]).toFixed(4)}): page ${JSON.stringify(g.text)}, native ${JSON.stringify(want.text)}`;
+          t.diagnostic(line);
+          timings.push(line);
+          break;
+        }
         assert.deepEqual(g.tokenIds, want.token_ids, `turn ${j + 1} (${want.prompt}): page ${JSON.stringify(g.text)}, native ${JSON.stringify(want.text)}`);
         assert.equal(g.text, want.text);
         assert.equal(g.pieces, want.text, 'the streamed pieces make the answer');
@@ -177,7 +197,7 @@ describe('greedy generation in the page gives the native token ids', () => {
           + `native prefill ${want.prefill_tokens_per_s.toFixed(2)}, decode ${want.decode_tokens_per_s.toFixed(2)} (${g.promptRows} rows, ${g.reusedRows} reused)`;
         t.diagnostic(line);
         timings.push(line);
-      });
+      }
     });
   });
 
