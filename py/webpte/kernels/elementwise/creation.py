@@ -59,15 +59,20 @@ def element(A, call) -> Element:
     return Element("fill", (), out, "i32", runtime=(int(v),))
 
 
+def fill_reference(R, e: Element) -> None:
+    """A fill element's output: its runtime value everywhere, stored as the kernel stores it
+    (also the reference of scalar_tensor.out, kernels/host_ops/scalar_tensor.py)."""
+    to = R.args.tensor(e.out)
+    ty = np.float32 if e.ty == "f32" else np.int32
+    R.set(e.out, to_storage_array(np.full(to.dims, e.runtime[0], ty), storage_of(to)))
+
+
 def lower(L, call) -> None:
     lower_broadcast(L, element(L.args, call))
 
 
 def reference(R, call) -> None:
-    e = element(R.args, call)
-    to = R.args.tensor(e.out)
-    ty = np.float32 if e.ty == "f32" else np.int32
-    R.set(e.out, to_storage_array(np.full(to.dims, e.runtime[0], ty), storage_of(to)))
+    fill_reference(R, element(R.args, call))
 
 
 UNITS = [OpUnit(tuple(_OPS), lower, reference, {n: s for n, (_, s) in _OPS.items()},

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 
 from ...plan.storage import storage_of
-from .._np import np
 from ..element import Element
 from ..elementwise.binary import lower_broadcast
-from ..elementwise.unary import to_f32, to_storage_array
+from ..elementwise.creation import fill_reference
+from ..elementwise.unary import to_f32
 from ..registry import OpUnit
 
 _NAME = "aten.scalar_tensor.out"
@@ -35,10 +35,7 @@ def lower(L, call) -> None:
 
 
 def reference(R, call) -> None:
-    e = element(R.args, call)
-    to = R.args.tensor(e.out)
-    ty = np.float32 if e.ty == "f32" else np.int32
-    R.set(e.out, to_storage_array(np.full(to.dims, e.runtime[0], ty), storage_of(to)))
+    fill_reference(R, element(R.args, call))
 
 
 UNITS = [OpUnit((_NAME,), lower, reference, {_NAME: "* T"}, element=element)]
