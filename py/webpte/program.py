@@ -55,11 +55,17 @@ def plan_method(prog: PteProgram, method: str = "forward", features=(),
             raise InputError(f"method {method!r} was exported with static shapes "
                              f"({_describe_io(m.inputs)})")
         graph = specialize(graph, input_ids, input_shapes)
-    return lower(graph, method=method, input_ids=input_ids, output_ids=output_ids,
+    plan = lower(graph, method=method, input_ids=input_ids, output_ids=output_ids,
                  input_dtypes=[io.dtype for io in m.inputs],
                  output_dtypes=[io.dtype for io in m.outputs],
                  max_context=_constant(prog, "get_max_context_len"), features=features,
                  fuse=None if fusion is None else FUSION[fusion], state_ids=state_ids)
+    if _position_input(plan) is not None and plan.outputs[0].dtype == "float32":
+        # A windowed decoder: argmax / top-k of its logits on the device (host/sampling.py).
+        from .kernels.sampling.topk import add_readouts
+
+        add_readouts(plan)
+    return plan
 
 
 def method_parts(m: Method) -> tuple[Graph, list[int], list[int], list[int]]:
@@ -165,6 +171,35 @@ class Program:
         executor = self._executor_for(arrays)
         self._check_context(arrays)
         return executor.run(list(arrays))
+
+    def run_calls(self, calls, readout: int | None = None):
+        """Run several calls in order (a prompt's windows) in one GPU submit; returns what
+        `run` gives for the last one, or (readout=k, one of `readouts`) the uint32 words of
+        the device's best k token ids and their logits (host.sampling.Candidates)."""
+        calls = [list(c) for c in calls]
+        if not calls:
+            raise InputError("run_calls needs at least one call")
+        for arrays in calls:
+            if len(arrays) != len(self.plan.inputs):
+                raise InputError(f"{self.method_name} takes {len(self.plan.inputs)} inputs "
+                                 f"({_describe(self.plan.inputs)}), got {len(arrays)}")
+            self._check_context(arrays)
+        if self.backend == "webgpu" and self._executor_for(calls[0]) is self.executor:
+            return self.executor.run_calls(calls, readout)
+        if readout is not None and readout not in self.readouts:
+            raise InputError(f"the plan has readouts for k in {self.readouts}, not {readout}")
+        for arrays in calls:
+            outs = self._executor_for(arrays).run(arrays)
+        if readout is None:
+            return outs
+        from .kernels.sampling.topk import readout_words
+
+        return readout_words(outs[0], readout)
+
+    @property
+    def readouts(self) -> list[int]:
+        """The k of the plan's device readouts of the logits (empty: not a decoder)."""
+        return [r.k for r in self.plan.readouts]
 
     def _check_context(self, arrays) -> None:
         import numpy as np

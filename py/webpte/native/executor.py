@@ -1,5 +1,10 @@
 """Execute a Plan on wgpu-py: everything is created at load, a call only records
-dispatches into one command encoder, submits once and reads the outputs."""
+dispatches into one command encoder, submits once and reads the outputs (or only a
+readout's few words: the best token ids of the logits, Plan.readouts).
+
+Several calls (a prompt's windows) may go in one submit: their inputs are uploaded side by
+side into one staging buffer first and each call copies its own into the input buffers
+inside the command stream, so they only depend on each other through state (KV caches)."""
 
 from __future__ import annotations
 
@@ -65,18 +70,25 @@ class Executor:
                     label=k.name))
             except Exception as e:  # wgpu reports WGSL/validation errors as its own types
                 raise PlanError(f"kernel {k.name} failed to compile: {e}\n{k.wgsl}") from e
-        self.bind_groups = []
-        for d in plan.dispatches:
-            pipe = self.pipelines[d.kernel]
-            self.bind_groups.append(dev.create_bind_group(
-                layout=pipe.get_bind_group_layout(0),
-                entries=[{"binding": i, "resource": {"buffer": self.buffers[b], "offset": 0,
-                                                     "size": plan.buffers[b].size}}
-                         for i, b in enumerate(d.bindings)]))
+        self.bind_groups = [self._bind_group(d) for d in plan.dispatches]
         self.staging = [dev.create_buffer(size=plan.buffers[o.buffer].size,
                                           usage=wgpu.BufferUsage.MAP_READ
                                           | wgpu.BufferUsage.COPY_DST)
                         for o in plan.outputs]
+        self.readouts = {}   # k -> (ReadoutSpec, bind groups, staging buffer)
+        for r in plan.readouts:
+            self.readouts[r.k] = (r, [self._bind_group(d) for d in r.dispatches],
+                                  dev.create_buffer(size=r.read_bytes,
+                                                    usage=wgpu.BufferUsage.MAP_READ
+                                                    | wgpu.BufferUsage.COPY_DST))
+        self.input_ring = None   # staging of several calls' inputs (grown by run_calls)
+
+    def _bind_group(self, d):
+        return self.device.create_bind_group(
+            layout=self.pipelines[d.kernel].get_bind_group_layout(0),
+            entries=[{"binding": i, "resource": {"buffer": self.buffers[b], "offset": 0,
+                                                 "size": self.plan.buffers[b].size}}
+                     for i, b in enumerate(d.bindings)])
 
     def _initialise(self, b, data) -> None:
         init = b.init
@@ -113,37 +125,97 @@ class Executor:
                 self.device.queue.write_buffer(
                     self.buffers[b.id], 0, np.full(b.size // 4, word, np.uint32).tobytes())
 
-    def write_inputs(self, arrays) -> None:
+    def _input_bytes(self, arrays) -> list[bytes]:
         if len(arrays) != len(self.plan.inputs):
             raise InputError(f"the method takes {len(self.plan.inputs)} inputs, got "
                              f"{len(arrays)}")
-        raws = [to_storage_bytes(a, s, f"input {i}")
+        return [to_storage_bytes(a, s, f"input {i}")
                 for i, (a, s) in enumerate(zip(arrays, self.plan.inputs))]
-        for raw, spec in zip(raws, self.plan.inputs):
+
+    def write_inputs(self, arrays) -> None:
+        for raw, spec in zip(self._input_bytes(arrays), self.plan.inputs):
             self.device.queue.write_buffer(self.buffers[spec.buffer], 0, raw)
 
-    def run(self, arrays) -> list[np.ndarray]:
-        import wgpu
+    def _readout(self, k: int | None):
+        if k is None:
+            return None
+        if k not in self.readouts:
+            raise InputError(f"the plan has readouts for k in {sorted(self.readouts)}, not {k}")
+        return self.readouts[k]
 
-        self.write_inputs(arrays)
-        enc = self.device.create_command_encoder()
+    def _encode_call(self, enc) -> None:
         cpass = enc.begin_compute_pass()
         for d, bg in zip(self.plan.dispatches, self.bind_groups):
             cpass.set_pipeline(self.pipelines[d.kernel])
             cpass.set_bind_group(0, bg)
             cpass.dispatch_workgroups(*d.workgroups)
         cpass.end()
-        for spec, st in zip(self.plan.outputs, self.staging):
-            enc.copy_buffer_to_buffer(self.buffers[spec.buffer], 0, st, 0, st.size)
+
+    def _finish(self, enc, readout):
+        """Encode the readout (or the outputs' copies), submit once, read back."""
+        import wgpu
+
+        if readout is not None:
+            spec, groups, st = readout
+            cpass = enc.begin_compute_pass()
+            for d, bg in zip(spec.dispatches, groups):
+                cpass.set_pipeline(self.pipelines[d.kernel])
+                cpass.set_bind_group(0, bg)
+                cpass.dispatch_workgroups(*d.workgroups)
+            cpass.end()
+            enc.copy_buffer_to_buffer(self.buffers[spec.buffer], 0, st, 0, spec.read_bytes)
+            stagings = [st]
+        else:
+            for spec, st in zip(self.plan.outputs, self.staging):
+                enc.copy_buffer_to_buffer(self.buffers[spec.buffer], 0, st, 0, st.size)
+            stagings = self.staging
         self.device.queue.submit([enc.finish()])
-        outs = []
-        for spec, st in zip(self.plan.outputs, self.staging):
+        raws = []
+        for st in stagings:
             st.map_sync(wgpu.MapMode.READ)
             try:
-                outs.append(from_storage_bytes(st.read_mapped(copy=True), spec).copy())
+                raws.append(st.read_mapped(copy=True))
             finally:
                 st.unmap()
-        return outs
+        if readout is not None:
+            return np.frombuffer(raws[0], np.uint32).copy()
+        return [from_storage_bytes(raw, spec).copy() for raw, spec in zip(raws, self.plan.outputs)]
+
+    def run(self, arrays, readout: int | None = None):
+        """One call: its outputs, or (readout=k) the uint32 words of the plan's readout of
+        k (k token ids, then k float32 logits as bits; only the id for k = 1)."""
+        r = self._readout(readout)
+        self.write_inputs(arrays)
+        enc = self.device.create_command_encoder()
+        self._encode_call(enc)
+        return self._finish(enc, r)
+
+    def run_calls(self, calls, readout: int | None = None):
+        """Several calls in order in one submit (what `run` gives for the last one)."""
+        import wgpu
+
+        if not calls:
+            raise InputError("run_calls needs at least one call")
+        if len(calls) == 1:
+            return self.run(calls[0], readout)
+        r = self._readout(readout)
+        raws = [self._input_bytes(c) for c in calls]
+        size = sum(len(x) for call in raws for x in call)
+        if self.input_ring is None or self.input_ring.size < size:
+            if self.input_ring is not None:
+                self.input_ring.destroy()
+            self.input_ring = self.device.create_buffer(
+                size=size, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC)
+        self.device.queue.write_buffer(self.input_ring, 0, b"".join(x for c in raws for x in c))
+        enc = self.device.create_command_encoder()
+        at = 0
+        for call in raws:
+            for raw, spec in zip(call, self.plan.inputs):
+                enc.copy_buffer_to_buffer(self.input_ring, at, self.buffers[spec.buffer], 0,
+                                          len(raw))
+                at += len(raw)
+            self._encode_call(enc)
+        return self._finish(enc, r)
 
     def profile(self, arrays) -> list[tuple[int, float]]:
         """Seconds each dispatch takes, run one submit at a time (for `webpte bench

@@ -48,6 +48,21 @@ class DispatchSpec:
 
 
 @dataclass
+class ReadoutSpec:
+    """A device-side readout of the logits (kernels/sampling/topk.py): the best `k` token
+    ids, then their logits, in `buffer` after `dispatches` ran behind the plan's own; a call
+    asking for it reads back only its first `read_bytes` instead of the outputs."""
+
+    k: int
+    dispatches: list[DispatchSpec]
+    buffer: int
+    read_bytes: int = 0            # 4 * k ids + 4 * k logits; 4 for k = 1 (the id only)
+
+    def __post_init__(self):
+        self.read_bytes = self.read_bytes or (4 if self.k == 1 else 8 * self.k)
+
+
+@dataclass
 class IOSpec:
     """A method input or output: host dtype/shape and how it sits on the GPU."""
 
@@ -70,6 +85,7 @@ class Plan:
     limits: dict[str, int] = field(default_factory=dict)
     max_context: int | None = None                     # decoder: input_pos + rows bound
     features: list[str] = field(default_factory=list)  # WGSL language features its kernels require
+    readouts: list[ReadoutSpec] = field(default_factory=list)  # decoders: argmax / top-k
     version: int = PLAN_VERSION
 
     def memory(self) -> dict[str, int]:

@@ -10,7 +10,7 @@ import json
 from dataclasses import fields
 
 from ..errors import PlanError
-from .model import PLAN_VERSION, BufferSpec, DispatchSpec, IOSpec, KernelSpec, Plan
+from .model import PLAN_VERSION, BufferSpec, DispatchSpec, IOSpec, KernelSpec, Plan, ReadoutSpec
 
 ROLES = {"constant", "activation", "input", "output", "state", "scalar"}
 STORAGE_BYTES = {"f32": 4, "i32": 4, "i8": 1, "u8": 1, "bool": 4}
@@ -149,6 +149,20 @@ def _io(x, what: str, buffers: list[BufferSpec]) -> IOSpec:
     return IOSpec(**{**kw, "shape": tuple(shape)})
 
 
+def _readout(x, i: int, n_kernels: int, buffers: list[BufferSpec]) -> ReadoutSpec:
+    kw = _record(x, ReadoutSpec, f"readout {i}")
+    _required(kw, ("k", "dispatches", "buffer", "read_bytes"), f"readout {i}")
+    if not _count(kw["k"]) or kw["k"] == 0:
+        _fail(f"readout {i} k {kw['k']!r:.20}")
+    buf = buffers[_buffer_id(kw["buffer"], len(buffers), f"readout {i}")]
+    size = kw["read_bytes"]
+    if not _count(size) or size == 0 or size % 4 or size > buf.size:
+        _fail(f"readout {i} reads {size!r:.20} bytes of buffer {buf.id} ({buf.size})")
+    ds = [_dispatch(d, j, n_kernels, len(buffers))
+          for j, d in enumerate(_list(kw["dispatches"], f"readout {i} dispatches"))]
+    return ReadoutSpec(kw["k"], ds, kw["buffer"], size)
+
+
 def plan_from_json(text: str) -> Plan:
     """Parse and check a `Plan.to_json()` text; PlanError for anything malformed."""
     try:
@@ -182,6 +196,9 @@ def plan_from_json(text: str) -> Plan:
     features = kw.get("features", [])
     if not (isinstance(features, list) and all(isinstance(f, str) for f in features)):
         _fail("features is not a list of names")
+    readouts = [_readout(x, i, len(kernels), buffers)
+                for i, x in enumerate(_list(kw.get("readouts", []), "readouts"))]
     return Plan(method=kw["method"], buffers=buffers, kernels=kernels, dispatches=dispatches,
                 inputs=inputs, outputs=outputs, state=state, limits=limits,
-                max_context=max_context, features=features, version=PLAN_VERSION)
+                max_context=max_context, features=features, readouts=readouts,
+                version=PLAN_VERSION)

@@ -1,0 +1,101 @@
+"""Argmax and top-k candidates of a plan's logits, computed on the device.
+
+Appended to a decoder's plan as readouts (Plan.readouts): each is a few passes of one
+kernel (`shaders/sampling/topk.wgsl.j2`); a pass keeps the best `k` of every tile of
+`TILE` entries (a tree reduction for k = 1, a bitonic sort otherwise) until one tile is
+left. The order is the host sampler's: larger logit first, equal logits by lower token id,
+so the ids are exactly the ones `Sampler` picks from the full row.
+
+The last pass writes `k` token ids (u32) then their `k` logits (f32); a greedy step reads
+back only the first id (4 bytes), a top-k step the 8k bytes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...errors import PlanError
+from ...plan.model import BufferSpec, DispatchSpec, KernelSpec, Plan, ReadoutSpec
+from .._np import np
+from ..render import render
+
+TILE = 1024          # entries per workgroup (two u32 arrays: 8 KiB of workgroup memory)
+WORKGROUP = 256
+CANDIDATES = 64      # the top-k readout's k: the largest top_k sampled on the device
+READOUT_KS = (1, CANDIDATES)
+
+
+def passes(n: int, k: int) -> list[tuple[int, int]]:
+    """(entries in, tiles) of each pass that takes `n` logits down to the best `k`."""
+    if not 1 <= k <= TILE // 2:
+        raise PlanError(f"a readout keeps 1..{TILE // 2} candidates, not {k}")
+    out = []
+    while True:
+        tiles = math.ceil(n / TILE)
+        out.append((n, tiles))
+        if tiles == 1:
+            return out
+        n = tiles * k
+
+
+def _strides() -> list[int]:
+    s, out = TILE // 2, []
+    while s:
+        out.append(s)
+        s //= 2
+    return out
+
+
+def add_readouts(plan: Plan, ks=READOUT_KS) -> Plan:
+    """`plan` with one readout per k in `ks` over the last row of its first output (float32
+    logits `[..., vocab]`). Its buffers, kernels and dispatches are appended; the plan's own
+    dispatches are unchanged (a call runs a readout only when asked)."""
+    logits = plan.outputs[0]
+    if logits.dtype != "float32" or logits.storage != "f32" or not logits.shape:
+        raise PlanError(f"readouts need float32 logits, output 0 is {logits.dtype}"
+                        f"{list(logits.shape)}")
+    vocab = int(logits.shape[-1])
+    offset = math.prod(int(d) for d in logits.shape) - vocab   # the last row
+    kernels: dict[str, int] = {}
+    for k in ks:
+        k = min(k, vocab)
+        src, dispatches = logits.buffer, []
+        steps = passes(vocab, k)
+        for i, (n, tiles) in enumerate(steps):
+            final = i == len(steps) - 1
+            wgsl = render("sampling/topk", k=k, n=n, tile=TILE, tiles=tiles,
+                          workgroup=WORKGROUP, strides=_strides(), offset=offset,
+                          source="logits" if i == 0 else "pairs", final=final)
+            if wgsl not in kernels:
+                kernels[wgsl] = len(plan.kernels)
+                plan.kernels.append(KernelSpec(len(plan.kernels), f"topk{k}_{len(plan.kernels)}",
+                                               wgsl))
+            dst = len(plan.buffers)
+            plan.buffers.append(BufferSpec(dst, 4 * (2 * k if final else 2 * tiles * k),
+                                           "activation", f"readout top{k} pass {i}"))
+            cost = {"bytes_read": 4 * n * (1 if i == 0 else 2), "macs": 0}
+            dispatches.append(DispatchSpec(kernels[wgsl], [src, dst], (tiles, 1, 1),
+                                           f"readout.top{k}", -1, cost))
+            src = dst
+        plan.readouts.append(ReadoutSpec(k, dispatches, src))
+    return plan
+
+
+def reference(logits, k: int):
+    """numpy: (ids, logits) of the best `k` of the last row, in the kernel's order."""
+    row = np.asarray(logits, np.float32).reshape(-1, np.shape(logits)[-1])[-1]
+    bits = row.view(np.uint32).astype(np.int64)
+    keys = np.where(bits >= 0x80000000, 0xFFFFFFFF - bits, bits | 0x80000000)
+    keys = np.where(bits == 0x80000000, 0x80000000, keys)
+    keys = np.where(np.isnan(row), 0, keys)
+    order = np.lexsort((np.arange(row.size), -keys))[:k]
+    return order.astype(np.int64), np.where(row[order] == 0, np.float32(0), row[order])
+
+
+def readout_words(logits, k: int):
+    """numpy: the uint32 words the readout of `k` leaves (ids, then logits; the id alone
+    for k = 1), for executors that have no device readout (the numpy interpreter)."""
+    ids, values = reference(logits, k)
+    if k == 1:
+        return ids[:1].astype(np.uint32)
+    return np.concatenate([ids.astype(np.uint32), values.astype(np.float32).view(np.uint32)])
