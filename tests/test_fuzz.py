@@ -231,3 +231,23 @@ def test_pow_with_a_non_finite_exponent_plans_or_is_typed(exponent):
         lower(graph)
     except WebpteError:
         pass
+
+
+def test_select_of_a_scalar_is_a_plan_error():
+    g = GraphBuilder()   # was IndexError in kernels/layout/copy.py
+    x = g.tensor(np.float32, ())
+    out = g.tensor(np.float32, ())
+    g.op("aten.select_copy.int", x, g.scalar(0), g.scalar(0), out)
+    graph, _ = g.build([x], [out])
+    with pytest.raises(PlanError, match="select needs an input of rank >= 1"):
+        lower(graph)
+
+
+def test_a_kernel_call_without_arguments_is_a_plan_error():
+    import dataclasses
+
+    prog = read_program((FIXTURES / "gemma4" / "gemma4_stock.pte").read_bytes())
+    m = prog.method("forward")   # was ValueError (unpacking) in plan/method.py
+    m.kernel_calls[0] = dataclasses.replace(m.kernel_calls[0], args=())
+    with pytest.raises(PlanError, match="passes no arguments"):
+        plan_method(prog, "forward")

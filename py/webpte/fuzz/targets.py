@@ -18,7 +18,9 @@ from .flatbuf import Site, program_sites
 from .mutate import _ESCAPES, mutate_json, mutate_program
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
-PROGRAM_GLOBS = ("*.pte", "op_catalog/*.pte", "tiny_vlm/*.pte")
+PROGRAM_GLOBS = (
+    "*.pte", "op_catalog/*.pte", "tiny_vlm/*.pte", "gemma4/*.pte", "dynamic/*.pte",
+)
 MODEL_FOLDER = FIXTURES / "tiny_vlm"
 # Feature sets a page may report (kernel variants depend on them).
 FEATURE_SETS = (frozenset(), frozenset({"packed_4x8_integer_dot_product"}))

@@ -186,6 +186,10 @@ class _Builder:
         prepacked: set[int] = set()
         state: set[int] = set()
         for op in self.chain:
+            if not op.args:
+                # Checked here, not only by the op's schema: state is found before lowering.
+                raise PlanError(f"{op.name} (node {op.node_id}): the call passes no arguments; "
+                                "every op needs at least its output")
             *ins, out = op.args
             for vid in ins:
                 for v in self._tensors(vid):

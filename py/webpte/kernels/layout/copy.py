@@ -115,6 +115,8 @@ def _parse(A, call) -> _Spec:
                             f"of rank {rank}")
         _check_dims(A, to.dims, [tx.dims[p] for p in perm], "permute")
         return _Spec("permute", x, out, perm=perm)
+    if rank == 0:
+        raise PlanError(f"{A.op_name}: select needs an input of rank >= 1, got a scalar")
     dim = norm_dim(A.int(arg), rank, A.op_name)
     index, size = A.int(rest[0]), tx.dims[dim]
     if not -size <= index < size:
