@@ -37,20 +37,14 @@ def test_the_subset_covers_every_catalog_op():
     assert len(PTES) == 87
 
 
+@pytest.mark.parametrize("backend", ["webgpu", "reference"])
 @pytest.mark.parametrize("pte", PTES)
-def test_catalog_case_natively(gpu, pte):
-    entries = [e for e in ENTRIES if e["pte"] == pte]
-    loaded = _Loaded(CATALOG, "webgpu")
-    for e in entries:
-        r = run_entry(CATALOG, e, loaded)
-        assert r.status == "pass", _detail(r)
-
-
-@pytest.mark.parametrize("pte", PTES)
-def test_catalog_case_on_the_numpy_interpreter(pte):
-    entries = [e for e in ENTRIES if e["pte"] == pte]
-    loaded = _Loaded(CATALOG, "reference")
-    for e in entries:
+def test_catalog_case(request, backend, pte):
+    """Every entry of the program passes on the GPU and on the numpy interpreter."""
+    if backend == "webgpu":
+        request.getfixturevalue("gpu")
+    loaded = _Loaded(CATALOG, backend)
+    for e in (e for e in ENTRIES if e["pte"] == pte):
         r = run_entry(CATALOG, e, loaded)
         assert r.status == "pass", _detail(r)
 

@@ -13,6 +13,7 @@ import math
 from ...errors import UnsupportedOpError
 from .._np import np
 from ..registry import OpUnit
+from ._operands import f32_operands, optional, wrong_size
 
 _NAME = "aten._native_batch_norm_legit_no_training.default"
 WORKGROUP = 256
@@ -22,8 +23,7 @@ def _parse(A, call):
     """(x, w, b, mean, var, eps, out, channels, inner, why); w/b None when absent."""
     x, w, b, mean, var, _momentum, eps, outs = call.args
     ids = A.value_list(outs)
-    w = None if A.is_null(w) else w
-    b = None if A.is_null(b) else b
+    w, b = optional(A, w), optional(A, b)
     dims = tuple(A.tensor(x).dims)
     channels = dims[1] if len(dims) >= 2 else 0
     inner = math.prod(dims[2:])
@@ -35,10 +35,8 @@ def _parse(A, call):
     elif any(A.tensor(v).numel for v in ids[1:]):
         why = "save_mean/save_rstd outputs that are not empty"
     else:
-        for name, vid in (("weight", w), ("bias", b), ("running_mean", mean),
-                          ("running_var", var)):
-            if vid is not None and A.tensor(vid).numel != channels:
-                why = f"{name} has {A.tensor(vid).numel} elements, expected {channels}"
+        why = wrong_size(A, [(name, vid, channels) for name, vid in (
+            ("weight", w), ("bias", b), ("running_mean", mean), ("running_var", var))])
     return x, w, b, mean, var, A.float(eps), ids[0], channels, inner, why
 
 
@@ -46,11 +44,7 @@ def lower(L, call) -> None:
     x, w, b, mean, var, eps, out, channels, inner, why = _parse(L.args, call)
     if why:
         raise L.unsupported(why)
-    present = [v for v in (x, w, b, mean, var, out) if v is not None]
-    for vid in present:
-        if L.storage(vid) != "f32":
-            raise L.unsupported(f"batch norm runs on float32 only, value {vid} is "
-                                f"{L.tensor(vid).dtype.name}")
+    present = f32_operands(L, (x, w, b, mean, var, out), "batch norm")
     n = L.tensor(x).numel
     groups, grid_row = L.grid(n, WORKGROUP)
     k = L.kernel("reduce/batch_norm", n=n, channels=channels, inner=inner, eps=eps,

@@ -14,6 +14,7 @@ from ...errors import UnsupportedOpError
 from .._np import np
 from ..common import row_workgroup
 from ..registry import OpUnit
+from ._operands import f32_operands, optional, wrong_size
 from .layer_norm import ELEMENTS_PER_INVOCATION, MAX_WORKGROUP
 
 _NAME = "aten.native_group_norm.default"
@@ -25,8 +26,7 @@ def _parse(A, call):
     x, w, b, n_id, c_id, hw_id, g_id, eps, outs = call.args
     n, c, hw, groups = (A.int(v) for v in (n_id, c_id, hw_id, g_id))
     ids = (list(A.value_list(outs)) + [None, None, None])[:3]
-    w = None if A.is_null(w) else w
-    b = None if A.is_null(b) else b
+    w, b = optional(A, w), optional(A, b)
     dims = tuple(A.tensor(x).dims)
     why = None
     if min(n, c, hw, groups) <= 0 or c % groups:
@@ -36,10 +36,8 @@ def _parse(A, call):
     elif ids[0] is None or tuple(A.tensor(ids[0]).dims) != dims:
         why = f"output is not the shape of x {list(dims)}"
     else:
-        for name, vid, want in (("weight", w, c), ("bias", b, c), ("mean", ids[1], n * groups),
-                                ("rstd", ids[2], n * groups)):
-            if vid is not None and A.tensor(vid).numel != want:
-                why = f"{name} has {A.tensor(vid).numel} elements, expected {want}"
+        why = wrong_size(A, (("weight", w, c), ("bias", b, c), ("mean", ids[1], n * groups),
+                             ("rstd", ids[2], n * groups)))
     return x, w, b, A.float(eps), ids, n, c, hw, groups, why
 
 
@@ -47,11 +45,7 @@ def lower(L, call) -> None:
     x, w, b, eps, (out, mean, rstd), n, c, hw, groups, why = _parse(L.args, call)
     if why:
         raise L.unsupported(why)
-    present = [v for v in (x, w, b, out, mean, rstd) if v is not None]
-    for vid in present:
-        if L.storage(vid) != "f32":
-            raise L.unsupported(f"group norm runs on float32 only, value {vid} is "
-                                f"{L.tensor(vid).dtype.name}")
+    present = f32_operands(L, (x, w, b, out, mean, rstd), "group norm")
     rows, length = n * groups, c // groups * hw
     wg = row_workgroup(length, ELEMENTS_PER_INVOCATION, MAX_WORKGROUP)
     strides = [wg >> i for i in range(1, wg.bit_length())]

@@ -13,6 +13,7 @@ from ...pte.graph import TensorValue
 from .._np import np
 from ..common import row_workgroup
 from ..registry import OpUnit
+from ._operands import f32_operands, optional, wrong_size
 
 MAX_WORKGROUP = 256
 ELEMENTS_PER_INVOCATION = 16  # fewer invocations per row: fewer barrier steps (lavapipe)
@@ -30,8 +31,7 @@ def _parse(A, call):
     # mean / rstd: written when the graph gives them as tensors.
     extra = [i if i is not None and isinstance(A.graph.values[i], TensorValue) else None
              for i in (list(ids[1:3]) + [None, None])[:2]]
-    w = None if A.is_null(w) else w
-    b = None if A.is_null(b) else b
+    w, b = optional(A, w), optional(A, b)
     length = math.prod(norm)
     rows = math.prod(dims) // length if length else 0
     why = None
@@ -40,10 +40,8 @@ def _parse(A, call):
     elif tuple(A.tensor(out).dims) != dims:
         why = f"output {list(A.tensor(out).dims)} differs from x {list(dims)}"
     else:
-        for name, vid, want in (("weight", w, length), ("bias", b, length),
-                                ("mean", extra[0], rows), ("rstd", extra[1], rows)):
-            if vid is not None and A.tensor(vid).numel != want:
-                why = f"{name} has {A.tensor(vid).numel} elements, expected {want}"
+        why = wrong_size(A, (("weight", w, length), ("bias", b, length),
+                             ("mean", extra[0], rows), ("rstd", extra[1], rows)))
     return x, w, b, A.float(eps), out, extra[0], extra[1], rows, length, why
 
 
@@ -51,11 +49,7 @@ def lower(L, call) -> None:
     x, w, b, eps, out, mean, rstd, rows, length, why = _parse(L.args, call)
     if why:
         raise L.unsupported(why)
-    present = [v for v in (x, w, b, out, mean, rstd) if v is not None]
-    for vid in present:
-        if L.storage(vid) != "f32":
-            raise L.unsupported(f"layer norm runs on float32 only, value {vid} is "
-                                f"{L.tensor(vid).dtype.name}")
+    present = f32_operands(L, (x, w, b, out, mean, rstd), "layer norm")
     if rows == 0:
         raise L.unsupported("layer norm of an empty tensor")
     wg = row_workgroup(length, ELEMENTS_PER_INVOCATION, MAX_WORKGROUP)
