@@ -13,6 +13,20 @@ import { describeIO, fromStorage, parsePlan, storageBytes, toStorage } from './p
 const REQUESTABLE = ['maxBufferSize', 'maxStorageBufferBindingSize', 'maxStorageBuffersPerShaderStage'];
 const UPLOAD_CHUNK = 16 << 20; // bytes per writeBuffer: bounds the driver's staging copies
 
+/**
+ * GPU buffers and bind groups made so far on the devices `requestDevice` made (by anyone, not
+ * only executors): long-session tests check that decode steps make none after load.
+ */
+export const gpuCreations = { buffers: 0, bindGroups: 0 };
+
+function countCreations(device) {
+  const createBuffer = device.createBuffer.bind(device);
+  const createBindGroup = device.createBindGroup.bind(device);
+  device.createBuffer = (desc) => { gpuCreations.buffers++; return createBuffer(desc); };
+  device.createBindGroup = (desc) => { gpuCreations.bindGroups++; return createBindGroup(desc); };
+  return device;
+}
+
 /** snake_case plan limit name -> WebGPU's camelCase. @param {string} name */
 export const limitName = (name) => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
 
@@ -79,7 +93,7 @@ export async function requestDevice(needed = {}, { gpu = globalThis.navigator?.g
   checkLimits(needed, adapter.limits);
   const requiredLimits = Object.fromEntries(REQUESTABLE.map((n) => [n, adapter.limits[n]]));
   try {
-    return await adapter.requestDevice({ requiredLimits, label: 'webpte' });
+    return countCreations(await adapter.requestDevice({ requiredLimits, label: 'webpte' }));
   } catch (err) {
     throw new AdapterError(`the adapter refused a device (${err.message}); close other GPU-heavy tabs and retry`);
   }

@@ -43,10 +43,14 @@ export { listCachedModels, hasModelInCache, deleteModelFromCache } from './cache
  * @param {'all' | 'elementwise' | 'none'} [options.fusion] how much the planner fuses:
  *   everything (default), elementwise chains only, or nothing (one dispatch per op)
  * @param {boolean} [options.poison] fill activations/outputs with NaNs first (tests)
+ * @param {boolean} [options.preflight] for a URL: plan from the file's flatbuffer ranges (HTTP
+ *   Range requests) and check the device's limits before the file is downloaded (default true)
+ * @param {Record<string, number> | null} [options.limits] caps on the device's WebGPU limits and
+ *   `deviceMemory` (a byte budget), checked by the preflight (see loadModel)
  * @returns {Promise<Program>}
- * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | InputError | WorkerError}
+ * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | InputError | WorkerError}
  */
-export async function loadProgram(source, { method = 'forward', plan = null, fusion = 'all', onProgress, transfer = false, poison = false } = {}) {
+export async function loadProgram(source, { method = 'forward', plan = null, fusion = 'all', onProgress, transfer = false, poison = false, preflight = true, limits = null } = {}) {
   if (source instanceof URL) source = source.href;
   const isBytes = source instanceof ArrayBuffer || ArrayBuffer.isView(source)
     || (typeof Blob !== 'undefined' && source instanceof Blob);
@@ -56,7 +60,7 @@ export async function loadProgram(source, { method = 'forward', plan = null, fus
   const client = runtime();
   if (typeof source === 'string') source = resolveURL(source);
   const moved = transfer && source instanceof ArrayBuffer ? [source] : [];
-  const info = await client.request('load', { source, method, plan, fusion, poison }, { onEvent: onProgress, transfer: moved });
+  const info = await client.request('load', { source, method, plan, fusion, poison, preflight: !!preflight, limits }, { onEvent: onProgress, transfer: moved });
   return new Program(client, info);
 }
 

@@ -73,11 +73,16 @@ import { imagePixels } from './image.js';
  * @param {boolean} [options.cache] keep fetched files in the Cache API (default true)
  * @param {'all' | 'elementwise' | 'none'} [options.fusion] how much the planner fuses
  *   (default 'all'; see loadProgram)
+ * @param {boolean} [options.preflight] before any file is downloaded, plan the programs from
+ *   their flatbuffer ranges (HTTP Range requests) and check the device's limits (default true)
+ * @param {Record<string, number> | null} [options.limits] caps on the device's WebGPU limits
+ *   (e.g. `{maxStorageBufferBindingSize: 2 ** 27}`) and `deviceMemory`, a budget in bytes for a
+ *   program's buffers, checked by the preflight
  * @returns {Promise<Model>}
  * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError | PteFormatError |
- *   UnsupportedOpError | PlanError | AdapterError | WorkerError}
+ *   UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | WorkerError}
  */
-export async function loadModel(source, { onProgress, verify = true, cache = true, fusion = 'all' } = {}) {
+export async function loadModel(source, { onProgress, verify = true, cache = true, fusion = 'all', preflight = true, limits = null } = {}) {
   let content;
   if (source instanceof URL) source = source.href;
   if (typeof source === 'string') {
@@ -93,7 +98,7 @@ export async function loadModel(source, { onProgress, verify = true, cache = tru
     throw new InputError('loadModel takes a base URL string of a model folder or {files: File[] | FileList}');
   }
   const client = runtime();
-  const info = await client.request('loadModel', { ...content, verify: !!verify, cache: !!cache, fusion }, { onEvent: onProgress });
+  const info = await client.request('loadModel', { ...content, verify: !!verify, cache: !!cache, fusion, preflight: !!preflight, limits }, { onEvent: onProgress });
   return new Model(client, info);
 }
 

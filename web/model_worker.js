@@ -10,6 +10,7 @@ import { DisposedError, InputError, ModelFolderError } from './errors.js';
 import { EmbeddingTable, PromptRows } from './embeddings.js';
 import { LocalFolder, UrlFolder, findMeta, readModelFiles } from './files.js';
 import { pixelValues } from './image.js';
+import { preflightModel } from './preflight.js';
 import { bootPython, callPy, loadExecutor } from './runtime.js';
 import { TextStream, TextTokenizer } from './tokenizer.js';
 
@@ -34,10 +35,13 @@ function parseJSON(buf, name) {
 class WorkerModel {
   /**
    * Fetch/read, verify, plan and upload every file of the folder.
-   * @param {{base?: string, files?: File[], verify?: boolean, cache?: boolean, fusion?: string}} source
+   * `preflight` (default true): plan the programs from their flatbuffer ranges and check the
+   * device (`limits` caps it) before any file is read (web/preflight.js).
+   * @param {{base?: string, files?: File[], verify?: boolean, cache?: boolean, fusion?: string,
+   *   preflight?: boolean, limits?: Record<string, number> | null}} source
    * @param {(e: object) => void} emit
    */
-  static async load({ base, files, verify = true, cache = true, fusion = 'all' }, emit) {
+  static async load({ base, files, verify = true, cache = true, fusion = 'all', preflight = true, limits = null }, emit) {
     const t0 = performance.now();
     const folder = files ? new LocalFolder(files) : new UrlFolder(base);
     const booting = bootPython(emit);
@@ -46,6 +50,7 @@ class WorkerModel {
     // undefined, not null: Pyodide hands JS null to Python as JsNull, undefined as None
     const manifest = callPy(() => glue.model_manifest(meta?.name ?? '', meta?.bytes ? text(meta.bytes) : undefined, folder.where),
       'reading the model folder');
+    const preflighted = preflight ? await preflightModel(folder, manifest, { glue, fusion, cache, limits }) : null;
     const have = new Map(meta?.bytes ? [[meta.name, meta.bytes]] : []);
     const bytes = await readModelFiles(folder, manifest.files, { verify, cache, emit, have });
     if (base && cache) await recordCachedModel(base, manifest.name, manifest.files);
@@ -64,7 +69,7 @@ class WorkerModel {
       m.dispose();
       throw err;
     }
-    m.stats = { fetch_ms, load_ms: performance.now() - t0, decoder: m.decoder.stats, vision: m.vision?.stats ?? null };
+    m.stats = { fetch_ms, load_ms: performance.now() - t0, decoder: m.decoder.stats, vision: m.vision?.stats ?? null, preflight: preflighted };
     emit({ stage: 'ready' });
     return m;
   }

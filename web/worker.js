@@ -8,7 +8,9 @@ import { InputError, errorFromWire } from './errors.js';
 import { fetchBody } from './files.js';
 import { modelHandlers } from './model_worker.js';
 import { Transfer, serve } from './protocol.js';
-import { currentDevice, loadExecutor, pythonStarted } from './runtime.js';
+import { gpuCreations } from './executor.js';
+import { preflightProgram } from './preflight.js';
+import { bootPython, currentDevice, loadExecutor, pythonStarted } from './runtime.js';
 
 /** @type {Map<number, {executor: import('./executor.js').Executor, positionInput: number[] | null}>} */
 const programs = new Map();
@@ -34,9 +36,13 @@ async function fetchBytes(source, emit) {
 const models = modelHandlers();
 
 const handlers = {
-  /** {source, method?, plan?, fusion?, poison?} -> {handle, method, inputs, outputs, stats} */
-  async load({ source, method = 'forward', plan = null, fusion = 'all', poison = false }, emit) {
+  /** {source, method?, plan?, fusion?, poison?, preflight?, limits?} -> {handle, method, inputs, outputs, stats} */
+  async load({ source, method = 'forward', plan = null, fusion = 'all', poison = false, preflight = true, limits = null }, emit) {
     const t0 = performance.now();
+    // A URL's program is planned from its flatbuffer ranges and checked before it is fetched.
+    const preflighted = typeof source === 'string' && plan == null && preflight
+      ? await preflightProgram({ url: source, cache: false }, { glue: (await bootPython(emit)).glue, method, fusion, limits })
+      : null;
     const bytes = await fetchBytes(source, emit);
     const fetch_ms = performance.now() - t0;
     const { executor, positionInput, dynamic, stats } = await loadExecutor(bytes, { method, plan, fusion, poison, emit });
@@ -47,7 +53,7 @@ const handlers = {
     const { plan: parsed } = executor;
     return {
       handle, method: parsed.method, inputs: parsed.inputs, outputs: parsed.outputs,
-      max_context: parsed.max_context ?? null, stats: { fetch_ms, ...stats },
+      max_context: parsed.max_context ?? null, stats: { fetch_ms, ...stats, preflight: preflighted },
     };
   },
 
@@ -71,12 +77,19 @@ const handlers = {
     programs.delete(handle);
   },
 
-  /** -> {programs, models, python: bool, adapter: {vendor, architecture, ...} | null} */
-  async info() {
+  /**
+   * -> {programs, models, python: bool, adapter: {vendor, architecture, ...} | null, created:
+   * {buffers, bindGroups} (GPU objects made so far), memory: {jsHeapBytes, wasmHeapBytes}
+   * (this worker's; null where the browser does not say)}. `{gc: true}` collects garbage
+   * first where the browser allows it (--js-flags=--expose-gc).
+   */
+  async info(content) {
     const d = currentDevice() ? await currentDevice() : null;
+    if (content?.gc) globalThis.gc?.();
     return {
       programs: programs.size, models: models.count(), python: pythonStarted(),
       adapter: d?.adapterInfo ? { ...plain(d.adapterInfo) } : null,
+      created: { ...gpuCreations }, memory: await memory(),
     };
   },
 
@@ -92,6 +105,13 @@ const handlers = {
 
   ...models.handlers,
 };
+
+// performance.memory is Chromium's (coarse unless --enable-precise-memory-info); the wasm heap
+// is Pyodide's linear memory, which only grows.
+async function memory() {
+  const wasm = pythonStarted() ? (await bootPython(() => {})).pyodide._module?.HEAPU8?.byteLength : null;
+  return { jsHeapBytes: performance.memory?.usedJSHeapSize ?? null, wasmHeapBytes: wasm ?? null };
+}
 
 function plain(info) {
   const out = {};

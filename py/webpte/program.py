@@ -118,8 +118,10 @@ class Program:
         self.backend = backend
         if backend == "webgpu":
             from .native import Executor, wgsl_features
+            from .preflight import check_plan
 
             self.plan = plan_method(self.program, method, wgsl_features())
+            check_plan(self.plan)   # AdapterLimitsError before any buffer is made
             self.executor = Executor(self.plan, self.data)
         else:
             from .kernels.reference import ReferenceExecutor

@@ -19,10 +19,11 @@ from .host.files import folder_manifest
 from .host.prompt import IMAGE_TOKEN, ChatTemplate, Turn
 from .host.sampling import Sampler, SamplingOptions
 from .host.turn import decode_window_start, make_contract, prefill_windows, stop_reason
+from .preflight import plan_needs
 from .program import _position_input, plan_method
 from .pte import read_program
 
-__all__ = ["ChatSession", "RangeSource", "model_manifest", "plan_program"]
+__all__ = ["ChatSession", "RangeSource", "model_manifest", "plan_program", "preflight_program"]
 
 
 class RangeSource:
@@ -115,6 +116,20 @@ def plan_program(source, method: str = "forward", features=(), fusion: str = "al
             + f',"dynamic":{json.dumps(dynamic)}'
             + f',"bytes_read":{getattr(source, "bytes_read", len(source))}'
             + f',"plan_ms":{plan_ms:.3f}}}')
+
+
+def preflight_program(source, method: str = "forward", features=(), fusion: str = "all") -> str:
+    """What the plan of `method` needs from the device (webpte.preflight.plan_needs), made from
+    `source` (a `RangeSource` over the file's byte ranges: in the page they are fetched on
+    demand before any weight byte is downloaded). JSON `{"ok": {"needs": {limit: value},
+    "bytes_read": int, "file_size": int, "plan_ms": float}}` or `{"error": {...}}`."""
+    def run():
+        t0 = time.perf_counter()
+        prog = read_program(source)
+        plan = plan_method(prog, str(method), frozenset(str(f) for f in features), str(fusion))
+        return {"needs": plan_needs(plan), "bytes_read": getattr(source, "bytes_read", len(source)),
+                "file_size": len(source), "plan_ms": (time.perf_counter() - t0) * 1e3}
+    return _answer(run)
 
 
 def model_manifest(meta_name: str, meta_text: str | None, where: str = "the model folder") -> str:
