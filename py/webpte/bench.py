@@ -127,8 +127,13 @@ def _on_adapters(args) -> list[dict]:
     """Run this command with --roofline once per named Vulkan driver, one at a time."""
     results = []
     for name in args.adapters.split(","):
+        if name == "page":
+            from .bench_page import page_roofline
+
+            results += page_roofline(args.programs, args.variants.split(","), args.calls)
+            continue
         if name not in ICDS:
-            raise SystemExit(f"adapter {name!r} is not one of {', '.join(ICDS)}")
+            raise SystemExit(f"adapter {name!r} is not one of {', '.join(ICDS)}, page")
         env = {**os.environ, "VK_ICD_FILENAMES": ICDS[name]}
         cmd = [sys.executable, "-m", "webpte.cli", "bench", "--roofline", "--json",
                "--calls", str(args.calls), "--variants", args.variants, *args.programs]
@@ -158,7 +163,18 @@ def format_roofline(results: list[dict]) -> str:
                              f"{f['floor_ms']:>8} {f['pct_floor'] or '-':>7}")
         for v, ratio in r.get("ratios", {}).items():
             lines.append(f"  time {v} / {next(iter(r['variants']))}: {ratio}")
+    lines += _page_vs_native(results)
     return "\n".join(lines)
+
+
+def _page_vs_native(results: list[dict]) -> list[str]:
+    """Page call time over native SwiftShader's (the same adapter type), per program/variant."""
+    native = {(r["program"], v): rep["call"]["time_ms"] for r in results
+              if r.get("driver") == "swiftshader" for v, rep in r["variants"].items()}
+    return [f"page / native swiftshader, {r['program']} {v}: "
+            f"{rep['call']['time_ms'] / native[r['program'], v]:.3f}"
+            for r in results if r.get("driver") == "page"
+            for v, rep in r["variants"].items() if native.get((r["program"], v))]
 
 
 def add_parser(sub) -> None:
@@ -176,7 +192,8 @@ def add_parser(sub) -> None:
                         "skinny,splitk), with --roofline")
     b.add_argument("--adapters", default=None,
                    help=f"run --roofline on each of these Vulkan drivers "
-                        f"({','.join(ICDS)}) in a subprocess and print them side by side")
+                        f"({','.join(ICDS)}) in a subprocess, and `page` in headless "
+                        f"Chromium (needs dist/), and print them side by side")
     b.add_argument("--json", action="store_true", help="JSON lines only (with --roofline)")
     b.set_defaults(func=cmd_bench)
 

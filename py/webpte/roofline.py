@@ -16,7 +16,8 @@ import time
 from .kernels.render import render
 from .plan.model import BufferSpec, DispatchSpec, IOSpec, KernelSpec, Plan
 
-__all__ = ["dispatch_work", "family", "family_times", "measure_ceilings", "report"]
+__all__ = ["ceiling_probes", "ceilings_from", "dispatch_work", "family", "family_times",
+           "measure_ceilings", "report"]
 
 DOT4 = "packed_4x8_integer_dot_product"
 READ_MIB = 64        # larger than the CPU caches; one probe dispatch reads it once
@@ -57,24 +58,35 @@ def _best_seconds(plan: Plan, tries: int) -> float:
     return best
 
 
-def measure_ceilings(features, tries: int = 3, repeats: int = 4, read_mib: int = READ_MIB,
-                     dot_iters: int = DOT_ITERS) -> dict:
-    """Streaming read GB/s (strided and chunked patterns) and int8 GMAC/s on this device."""
+def ceiling_probes(features, repeats: int = 4, read_mib: int = READ_MIB,
+                   dot_iters: int = DOT_ITERS) -> list[tuple[str, Plan, int]]:
+    """(name, probe plan, work: bytes read or int8 MACs) of each ceiling probe for a device
+    with the WGSL `features`; natively or in the page, each is timed best of a few calls."""
     words = read_mib * 2**20 // 4
     iters = words // 4 // READ_INVOCATIONS
-    out: dict = {}
-    for pattern in ("strided", "chunked"):
-        plan = _probe_plan("stream_read", words, READ_INVOCATIONS, repeats,
-                           iters=iters, strided=pattern == "strided")
-        out[f"read_gbps_{pattern}"] = repeats * 4 * words / _best_seconds(plan, tries) / 1e9
-    out["read_gbps"] = max(out["read_gbps_strided"], out["read_gbps_chunked"])
+    probes = [(f"read_gbps_{pattern}",
+               _probe_plan("stream_read", words, READ_INVOCATIONS, repeats, iters=iters,
+                           strided=pattern == "strided"), repeats * 4 * words)
+              for pattern in ("strided", "chunked")]
     dot4 = DOT4 in features
-    plan = _probe_plan("int8_dot", DOT_CHAINS + 1, DOT_INVOCATIONS, 1, dot4=dot4,
-                       chains=DOT_CHAINS, iters=dot_iters)
-    macs = DOT_INVOCATIONS * DOT_CHAINS * dot_iters * 4
-    out["dot_gmacs"] = macs / _best_seconds(plan, tries) / 1e9
-    out["dot"] = "dot4I8Packed" if dot4 else "portable"
+    probes.append(("dot_gmacs", _probe_plan("int8_dot", DOT_CHAINS + 1, DOT_INVOCATIONS, 1,
+                                            dot4=dot4, chains=DOT_CHAINS, iters=dot_iters),
+                   DOT_INVOCATIONS * DOT_CHAINS * dot_iters * 4))
+    return probes
+
+
+def ceilings_from(probes: list[tuple[str, Plan, int]], seconds: dict[str, float]) -> dict:
+    """Ceilings (GB/s, GMAC/s) from each probe's best time in `seconds`."""
+    out: dict = {name: work / seconds[name] / 1e9 for name, _, work in probes}
+    out["read_gbps"] = max(out["read_gbps_strided"], out["read_gbps_chunked"])
+    out["dot"] = "dot4I8Packed" if DOT4 in probes[-1][1].features else "portable"
     return {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}
+
+
+def measure_ceilings(features, tries: int = 3, **probe_args) -> dict:
+    """Streaming read GB/s (strided and chunked patterns) and int8 GMAC/s on this device."""
+    probes = ceiling_probes(features, **probe_args)
+    return ceilings_from(probes, {name: _best_seconds(plan, tries) for name, plan, _ in probes})
 
 
 def dispatch_work(plan: Plan, d: DispatchSpec) -> tuple[int, int, bool]:

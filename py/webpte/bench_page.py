@@ -1,0 +1,92 @@
+"""The page column of `webpte bench --roofline --adapters ...,page`.
+
+Python makes every plan, as it does for the page: the ceiling probes and each decode variant
+of each program, for the page's own WGSL features (asked of headless Chromium first). The
+page (tools/bench_page.mjs, over the built dist/) only times them; the floors, families and
+percentages are computed here from the same plans, so the page's row and the native rows
+count the same work. Family times need one submit per family, which the page's executor
+does not offer: the page reports call times and ceilings only.
+
+Needs a development checkout (tools/, a built dist/), node with playwright-core and Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "tools" / "bench_page.mjs"
+
+
+def _node(*args: str, timeout: float = 1800) -> dict:
+    if not SCRIPT.exists() or not (ROOT / "dist" / "index.js").exists():
+        raise SystemExit("the page bench needs a development checkout with dist/ built "
+                         "(`npm ci && npm run build`)")
+    if shutil.which("node") is None:
+        raise SystemExit("the page bench needs node (`make web-deps`)")
+    proc = subprocess.run(["node", str(SCRIPT), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+    if proc.returncode:
+        raise SystemExit(f"page: {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def page_roofline(programs: list[str], variants: list[str], calls: int,
+                  tries: int = 3) -> list[dict]:
+    """One result per program, shaped like `bench.roofline_program`'s, for the page."""
+    import numpy as np
+
+    from .bench import _inputs_for
+    from .kernels.quantized.linear_q8 import DECODE_HINT
+    from .program import plan_method
+    from .pte import open_source, read_program
+    from .roofline import ceiling_probes, ceilings_from, report
+
+    info = _node("features")
+    features = frozenset(f for f in info["features"] if not f.startswith(DECODE_HINT))
+    probes = ceiling_probes(features)
+    with tempfile.TemporaryDirectory(prefix="webpte-bench-page-") as tmp:
+        d = Path(tmp)
+        job: dict = {"dir": str(d), "tries": tries, "probes": [], "programs": []}
+        for name, plan, _ in probes:
+            (d / f"{name}.json").write_text(plan.to_json())
+            job["probes"].append({"name": name, "plan": f"{name}.json"})
+        plans = []
+        for i, path in enumerate(programs):
+            prog = read_program(open_source(path))
+            by_variant = {v: plan_method(prog, "forward", features | {DECODE_HINT + v})
+                          for v in variants}
+            plans.append(by_variant)
+            shutil.copyfile(path, d / f"p{i}.pte")
+            entry = {"pte": f"p{i}.pte", "plans": {}, "inputs": [], "calls": calls}
+            for v, plan in by_variant.items():
+                (d / f"p{i}_{v}.json").write_text(plan.to_json())
+                entry["plans"][v] = f"p{i}_{v}.json"
+            arrays = _inputs_for(next(iter(by_variant.values())), np.random.default_rng(0))
+            for j, a in enumerate(arrays):
+                (d / f"p{i}_in{j}.bin").write_bytes(a.tobytes())
+                entry["inputs"].append({"file": f"p{i}_in{j}.bin", "dtype": str(a.dtype),
+                                        "shape": list(a.shape)})
+            job["programs"].append(entry)
+        (d / "job.json").write_text(json.dumps(job))
+        measured = _node("run", str(d / "job.json"))
+    ceilings = ceilings_from(probes, measured["probes"])
+    adapter = info["adapter"]
+    name = " ".join(str(adapter.get(k) or "") for k in ("vendor", "architecture")).strip()
+    results = []
+    for path, by_variant, m in zip(programs, plans, measured["programs"]):
+        times = m["call_s"]
+        out = {"driver": "page", "program": str(path), "adapter": name or "?",
+               "variants": {v: report(plan, ceilings, times[v], {})
+                            for v, plan in by_variant.items()}}
+        if len(variants) > 1:
+            base = statistics.median(times[variants[0]])
+            out["ratios"] = {v: round(statistics.median(times[v]) / base, 3)
+                             for v in variants[1:]}
+        results.append(out)
+    return results

@@ -1,0 +1,91 @@
+// The page half of `webpte bench --roofline --adapters ...,page`: headless Chromium (WebGPU on
+// SwiftShader) runs plans that Python made, and prints what it measured as one JSON line.
+//   node tools/bench_page.mjs features     -> {"features": [...], "adapter": {...}}
+//   node tools/bench_page.mjs run JOB.json -> {"probes": {name: best_s}, "programs": [{call_s: [...]}]}
+// JOB.json (py/webpte/bench_page.py writes it): {"dir": folder served as /job/, "tries": n,
+// "probes": [{"name", "plan"}], "programs": [{"pte", "plans": {variant: file}, "inputs":
+// [{"file", "dtype", "shape"}], "calls"}]} with every file name relative to dir. Probes run
+// with an empty program (their buffers start zeroed); programs are reset before each timed call.
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openSuitePage } from '../tests/browser/browser.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+async function main([command, jobPath]) {
+  if (command !== 'features' && !(command === 'run' && jobPath)) {
+    throw new Error('usage: node tools/bench_page.mjs features | run JOB.json');
+  }
+  const job = command === 'run' ? JSON.parse(readFileSync(jobPath, 'utf8')) : null;
+  const mounts = { '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests', 'browser') };
+  if (job) mounts['/job/'] = job.dir;
+  const s = await openSuitePage(mounts);
+  try {
+    const result = job ? await s.page.evaluate(runJob, job) : await s.page.evaluate(features);
+    if (s.blocked.length) throw new Error(`the page asked for non-local URLs: ${s.blocked.join(', ')}`);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } finally {
+    await s.close();
+  }
+}
+
+async function features() {
+  const adapter = await navigator.gpu.requestAdapter();
+  const info = adapter?.info ?? {};
+  return {
+    features: [...(navigator.gpu.wgslLanguageFeatures ?? [])],
+    adapter: { vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description },
+  };
+}
+
+// Runs in the page: every timing is performance.now() around an awaited run, which ends when
+// the outputs are read back, as the native Executor.run does.
+async function runJob(job) {
+  const { webpte } = window.suite;
+  const get = async (name, as) => {
+    const r = await fetch(`/job/${name}`);
+    if (!r.ok) throw new Error(`/job/${name}: HTTP ${r.status}`);
+    return as === 'text' ? r.text() : r.arrayBuffer();
+  };
+  const ARRAYS = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array };
+  const out = { probes: {}, programs: [] };
+  for (const probe of job.probes) {
+    const p = await webpte.loadProgram(new Uint8Array(0), { plan: await get(probe.plan, 'text'), preflight: false });
+    await p.run([]);
+    let best = Infinity;
+    for (let i = 0; i < job.tries; i++) {
+      const t = performance.now();
+      await p.run([]);
+      best = Math.min(best, performance.now() - t);
+    }
+    out.probes[probe.name] = best / 1e3;
+    await p.dispose();
+  }
+  for (const prog of job.programs) {
+    const bytes = await get(prog.pte);
+    const inputs = await Promise.all(prog.inputs.map(async (t) => ({ data: new ARRAYS[t.dtype](await get(t.file)), shape: t.shape })));
+    const loaded = {};
+    for (const [variant, file] of Object.entries(prog.plans)) {
+      loaded[variant] = await webpte.loadProgram(bytes.slice(0), { plan: await get(file, 'text'), preflight: false });
+      await loaded[variant].run(inputs);   // compiles every pipeline
+    }
+    const times = Object.fromEntries(Object.keys(loaded).map((v) => [v, []]));
+    for (let i = 0; i < prog.calls; i++) {
+      for (const [variant, p] of Object.entries(loaded)) {   // variants alternate call by call
+        await p.reset();
+        const t = performance.now();
+        await p.run(inputs);
+        times[variant].push((performance.now() - t) / 1e3);
+      }
+    }
+    for (const p of Object.values(loaded)) await p.dispose();
+    out.programs.push({ call_s: times });
+  }
+  return out;
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  process.stderr.write(`${err?.stack ?? err}\n`);
+  process.exit(1);
+});
