@@ -21,10 +21,10 @@ FIXTURES = Path(__file__).parent / "fixtures"
 DUAL = "fused:linear_q8+linear_q8+add"
 # Dispatches per call: no fusion, elementwise only, all; and the dual dispatches.
 PROGRAMS = {
-    "decoder_q8_tiny.pte": (254, 107, 77, 15),    # 6 duals take their consumer's chain
-    "tiny_vlm/decoder_q8.pte": (254, 107, 77, 15),
-    "vision_q8_tiny.pte": (216, 133, 131, 1),   # one 4-row pair; 64-row pairs stay tiled
-    "tiny_vlm/vision_q8.pte": (118, 74, 74, 0),  # every pair has > 8 rows
+    "decoder_q8_tiny.pte": (254, 85, 55, 15),    # 6 duals take their consumer's chain
+    "tiny_vlm/decoder_q8.pte": (254, 85, 55, 15),
+    "vision_q8_tiny.pte": (216, 121, 119, 1),   # one 4-row pair; 64-row pairs stay tiled
+    "tiny_vlm/vision_q8.pte": (118, 68, 68, 0),  # every pair has > 8 rows
 }
 
 

@@ -20,22 +20,36 @@ from ..kernels.common import Args
 from ..kernels.element import Element
 from ..kernels.registry import registry
 from ..pte.graph import Graph, ValueList
-from .storage import PACKED, WGSL_TYPE
+from .share import arg_key, prepacked
+from .storage import PACKED, WGSL_TYPE, storage_of
 
 MAX_BINDINGS = 8  # WebGPU's default maxStorageBuffersPerShaderStage
 
 
 @dataclass
 class Group:
-    """Nodes (chain indices, in order) fused into one dispatch at the root, the last."""
+    """Nodes (chain indices, in order) fused into one dispatch at `at`.
+
+    A group writes the value of each node in `roots`: its last node, or, for siblings merged
+    into one multi-output group (`_merge_siblings`), each sibling's last node."""
 
     nodes: list[int]
     numel: int
     external: list[int] = field(default_factory=list)   # input value ids, first use order
+    roots: list[int] = field(default_factory=list)
 
     @property
     def root(self) -> int:
         return self.nodes[-1]
+
+    @property
+    def outputs(self) -> list[int]:
+        return self.roots or [self.root]
+
+    @property
+    def at(self) -> int:
+        """The node whose place the dispatch takes: the first output's."""
+        return self.outputs[0]
 
 
 @dataclass(frozen=True)
@@ -79,11 +93,13 @@ def _element(graph: Graph, node: int) -> Element | None:
     return e
 
 
-def find_groups(graph: Graph, uses: Uses,
-                exclude=frozenset()) -> tuple[dict[int, Group], dict[int, Element]]:
-    """Groups of two or more nodes keyed by root node, and the element specs of their nodes.
+def find_groups(graph: Graph, uses: Uses, exclude=frozenset(),
+                unstable=frozenset()) -> tuple[dict[int, Group], dict[int, Element]]:
+    """Groups of two or more nodes keyed by the node whose place their dispatch takes
+    (`Group.at`), and the element specs of their nodes.
 
-    Nodes in `exclude` (planned by another fusion) take part in no group.
+    Nodes in `exclude` (planned by another fusion) take part in no group. Values in
+    `unstable` (state that ops write in place) are never read early by a merged sibling.
     """
     elements: dict[int, Element] = {}
     group_of: dict[int, Group] = {}        # producing node -> its open group
@@ -109,8 +125,50 @@ def find_groups(graph: Graph, uses: Uses,
             del group_of[p]
         producer[e.out] = node
         group_of[node] = g
-    groups = {g.root: g for g in group_of.values() if len(g.nodes) > 1}
+    merged = _merge_siblings(graph, sorted(group_of.values(), key=lambda g: g.root),
+                             elements, unstable)
+    groups = {g.at: g for g in merged if len(g.nodes) > 1}
     return groups, elements
+
+
+def _merge_siblings(graph: Graph, found: list[Group], elements: dict[int, Element],
+                    unstable) -> list[Group]:
+    """Merge each group into an earlier one that reads the same value (the decoder's pass-1
+    quantize and pass-2 error chain both read the normed activation), as one dispatch with
+    an output per sibling at the earlier one's place.
+
+    A later group joins when every input it reads is a constant or one the earlier group
+    reads too (so it reads the same values there), neither feeds the other, both have the
+    same element count and packing (one invocation per element or per int8 word), and the
+    bindings fit."""
+    def packed(g: Group) -> bool:
+        return storage_of(graph.values[elements[g.root].out]) in PACKED
+
+    source = prepacked(graph)
+
+    def buffers(vids) -> int:   # bindings they take: equal constants share one buffer
+        return len({arg_key(graph, source.get(v, v)) for v in vids})
+
+    out: list[Group] = []
+    for g in found:
+        target = None
+        for h in out:
+            shared = [v for v in g.external if v in h.external]
+            rest = [v for v in g.external if v not in h.external
+                    and not graph.values[source.get(v, v)].is_constant]
+            if (shared and not rest and h.numel == g.numel and packed(h) == packed(g)
+                    and not any(v in unstable for v in shared)
+                    and buffers(h.external + g.external) + 1 + len(h.outputs) + 1
+                    <= MAX_BINDINGS):
+                target = h
+                break
+        if target is None:
+            out.append(g)
+            continue
+        target.roots = target.outputs + [g.root]
+        target.nodes = target.nodes + g.nodes
+        target.external = list(dict.fromkeys(target.external + g.external))
+    return out
 
 
 # -- the fused kernel --------------------------------------------------------------------
@@ -154,7 +212,7 @@ def chain_code(L, nodes: list[int], elements: dict[int, Element], external: list
 
 
 def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
-    """One dispatch computing the group's root value from its external inputs.
+    """One dispatch computing the group's output values from its external inputs.
 
     The kernel (shaders/fused_elementwise.wgsl.j2) holds every value in its stored form
     (what a store then a load gives), so each op sees exactly what its own kernel would
@@ -163,16 +221,18 @@ def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
     n = max(1, group.numel)
     code = chain_code(L, group.nodes, elements, group.external, {}, group.numel)
     bufs, words = code["bufs"], code["words"]
-    root = elements[group.root]
-    out_kind = L.storage(root.out)
-    packed = out_kind in PACKED
+    outs = [elements[node].out for node in group.outputs]
+    kinds = [L.storage(v) for v in outs]
+    packed = kinds[0] in PACKED
+    outputs = [{"binding": f"out{r}", "step": group.nodes.index(node), "kind": kind,
+                "decl": (f"out{r}", WGSL_TYPE[kind], "read_write")}
+               for r, (node, kind) in enumerate(zip(group.outputs, kinds))]
     wg, row = L.grid(-(-n // 4) if packed else n)
     ops = "+".join(elements[node].op for node in group.nodes)
     k = L.kernel("fused/fused_elementwise", ops=ops, n=n,
                  inputs=[(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])]
                  + ([("p", "u32", "read")] if code["reads_params"] else []),
-                 out_kind=out_kind, out_wgsl=WGSL_TYPE[out_kind], out_packed=packed,
-                 ty=root.ty, externals=code["externals"], steps=code["steps"],
-                 zero=code["zero"], workgroup=256, row=row)
+                 outputs=outputs, packed=packed, externals=code["externals"],
+                 steps=code["steps"], zero=code["zero"], workgroup=256, row=row)
     bufs += [L.params(*words)] if code["reads_params"] else []
-    L.dispatch(k, bufs + [L.buf(root.out)], wg, label=f"fused:{ops}")
+    L.dispatch(k, bufs + [L.buf(v) for v in outs], wg, label=f"fused:{ops}")

@@ -17,6 +17,7 @@ from .fusion import Uses, find_groups, lower_group
 from .fusion_q8 import find_dual_linears, lower_dual_linear
 from .memory import assign_buffers
 from .model import DispatchSpec, IOSpec, KernelSpec, Plan
+from .share import share_duplicates
 from .storage import WGSL_TYPE, constant_key, file_convert, storage_bytes, storage_of
 
 WORKGROUP = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
@@ -211,15 +212,17 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     check_graph_args(graph)
     input_ids = list(graph.input_ids if input_ids is None else input_ids)
     output_ids = list(graph.output_ids if output_ids is None else output_ids)
-    L = Lowering(graph, features)
-    for vid in input_ids:
-        L.vbufs[L.buf(vid)].role = "input"
     state_ids = list(state_ids)
-    for vid in state_ids:
-        L.state_buf(vid)
     if fuse is None:
         fuse = os.environ.get("WEBPTE_FUSE", "1")
         fuse = fuse if fuse == "elementwise" else fuse != "0"
+    if fuse:   # repeated elementwise ops computed once (plan/share.py)
+        graph = share_duplicates(graph, frozenset(input_ids + output_ids), frozenset(state_ids))
+    L = Lowering(graph, features)
+    for vid in input_ids:
+        L.vbufs[L.buf(vid)].role = "input"
+    for vid in state_ids:
+        L.state_buf(vid)
     # Dual linears first; their adds and epilogues are withheld from elementwise groups
     # (fusion_q8.py). Each dual dispatch takes its root's place.
     uses = Uses.of(graph, input_ids, output_ids + state_ids) if fuse else None
@@ -227,8 +230,8 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     withheld = {node for d in duals.values() for node in (d.add, *d.epilogue)}
     writes_state = {node for node, op in enumerate(graph.chain)
                     if op.args and op.args[-1] in set(state_ids)}
-    groups, elements = (find_groups(graph, uses, exclude=withheld | writes_state) if fuse
-                        else ({}, {}))
+    groups, elements = (find_groups(graph, uses, exclude=withheld | writes_state,
+                                    unstable=frozenset(state_ids)) if fuse else ({}, {}))
     deferred = {node for g in groups.values() for node in g.nodes}
     deferred |= {node for d in duals.values() for node in d.linears} | withheld
     reg = registry()

@@ -1,0 +1,105 @@
+"""Computing repeated elementwise ops once (a plan pass before fusion).
+
+The decoder recipe quantizes one normed activation once per projection that reads it (q, k
+and v; gate and up) with the same parameters and constants of the same bytes: the same
+values computed three times, three dispatches each. `share_duplicates` keeps the first op
+of each repeat and lets the others' readers read its result: the results are the same
+values, so the plan is bit-identical with fewer dispatches.
+"""
+
+from __future__ import annotations
+
+from ..errors import PlanError, UnsupportedOpError
+from ..kernels.common import Args
+from ..kernels.element import Element
+from ..kernels.registry import registry
+from ..pte.graph import Graph, OpCall, TensorValue, ValueList
+from .storage import constant_key
+
+PREPACK = "et_vk.prepack.default"
+
+
+def prepacked(graph: Graph, fixed=frozenset()) -> dict[int, int]:
+    """Prepacked value -> its source: a prepacked constant holds the constant's bytes and
+    shares its buffer (delegates prepack each use of a constant apart)."""
+    return {op.args[1]: op.args[0] for op in graph.chain
+            if op.name == PREPACK and len(op.args) == 2 and op.args[1] not in fixed}
+
+
+def arg_key(graph: Graph, vid: int, derived=None) -> tuple:
+    """What an argument holds: a constant's bytes, a scalar's value, the key of a value
+    computed from constants only (`derived`), else the value itself."""
+    if derived and vid in derived:
+        return derived[vid]
+    v = graph.values[vid]
+    if isinstance(v, TensorValue) and v.is_constant:
+        return ("const", v.dtype, v.dims, *constant_key(graph, v))
+    if v is None or isinstance(v, (bool, int, float, str, tuple)):
+        return ("scalar", type(v).__name__, v)
+    return ("value", vid)
+
+
+def _element(graph: Graph, node: int) -> Element | None:
+    op = graph.chain[node]
+    unit = registry().get(op.name)
+    if unit is None or unit.element is None:
+        return None
+    try:
+        return unit.element(Args(graph, f"{op.name} (node {node})"), op)
+    except (UnsupportedOpError, PlanError):
+        return None   # its own lowering reports why
+
+
+def share_duplicates(graph: Graph, keep=frozenset(), state=frozenset()) -> Graph:
+    """The graph less each elementwise op that repeats an earlier one on a runtime value:
+    same op, same arguments (value ids, equal scalars, constants of the same bytes or
+    values computed from them alike), its result read from the earlier op's instead; then
+    less the elementwise ops whose results nothing reads any more.
+
+    Ops on constants only stay where they are (each fused chain evaluates its own in
+    registers) but are keyed by what they compute. Values in `keep` (method inputs and
+    outputs) are never dropped; `state` values and values some op writes in place (the last
+    argument of more than one op) are neither dropped nor read by a shared op."""
+    written: dict[int, int] = {}
+    for op in graph.chain:
+        if op.args:
+            written[op.args[-1]] = written.get(op.args[-1], 0) + 1
+    mutable = set(state) | {v for v, n in written.items() if n > 1}
+    fixed = set(keep) | mutable
+    in_lists = {u for v in graph.values if isinstance(v, ValueList) for u in v.ids}
+    source = prepacked(graph, fixed)
+    derived: dict[int, tuple] = {v: arg_key(graph, s) for v, s in source.items()
+                                 if graph.values[s].is_constant}
+    rename: dict[int, int] = {}
+    seen: dict[tuple, int] = {}
+    kept: list[tuple[OpCall, int | None]] = []   # (op, its result when elementwise)
+    for node, op in enumerate(graph.chain):
+        args = tuple(rename.get(a, a) for a in op.args)
+        op = OpCall(op.name, args, op.node_id) if args != op.args else op
+        e = _element(graph, node)
+        if (e is None or e.out != args[-1] or e.out in fixed or e.out in in_lists
+                or any(a in mutable for a in args[:-1])):
+            kept.append((op, None))
+            continue
+        out = graph.values[e.out]
+        key = (op.name, out.dtype, out.dims, *(arg_key(graph, a, derived) for a in args[:-1]))
+        if all(rename.get(v, v) in derived or graph.values[v].is_constant for v in e.inputs):
+            derived[e.out] = ("derived", *key)
+        elif key in seen:
+            rename[e.out] = seen[key]
+            continue
+        else:
+            seen[key] = e.out
+        kept.append((op, e.out))
+    if not rename:
+        return graph
+    # Then elementwise ops nothing reads any more (the constant-only ops of a shared chain).
+    listed = {u for v in graph.values if isinstance(v, ValueList) for u in v.ids}
+    while True:
+        read = {a for op, _ in kept for a in op.args[:-1]} | fixed | listed
+        alive = [(op, out) for op, out in kept if out is None or out in read]
+        if len(alive) == len(kept):
+            break
+        kept = alive
+    return Graph(graph.values, [op for op, _ in kept], graph.input_ids, graph.output_ids,
+                 graph.constants)
