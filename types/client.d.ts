@@ -2,10 +2,15 @@
 export function runtime(): any;
 /**
  * What the shared worker runs on: `{programs, models, python, adapter: {vendor, architecture,
- * device, description} | null}` (the adapter is known once a program has been loaded).
+ * device, description} | null, created: {buffers, bindGroups}, memory: {jsHeapBytes,
+ * wasmHeapBytes}}` (the adapter is known once a program has been loaded). `gc` collects the
+ * worker's garbage first where the browser exposes it (tests of long sessions).
+ * @param {{gc?: boolean}} [options]
  * @returns {Promise<object>}
  */
-export function runtimeInfo(): Promise<object>;
+export function runtimeInfo({ gc }?: {
+    gc?: boolean;
+}): Promise<object>;
 /**
  * Terminate the shared worker (every loaded program and model is disposed with it). The next
  * `loadProgram` / `loadModel` starts a new one.

@@ -13,10 +13,14 @@
  * @param {'all' | 'elementwise' | 'none'} [options.fusion] how much the planner fuses:
  *   everything (default), elementwise chains only, or nothing (one dispatch per op)
  * @param {boolean} [options.poison] fill activations/outputs with NaNs first (tests)
+ * @param {boolean} [options.preflight] for a URL: plan from the file's flatbuffer ranges (HTTP
+ *   Range requests) and check the device's limits before the file is downloaded (default true)
+ * @param {Record<string, number> | null} [options.limits] caps on the device's WebGPU limits and
+ *   `deviceMemory` (a byte budget), checked by the preflight (see loadModel)
  * @returns {Promise<Program>}
- * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | InputError | WorkerError}
+ * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | InputError | WorkerError}
  */
-export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView | Blob, { method, plan, fusion, onProgress, transfer, poison }?: {
+export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView | Blob, { method, plan, fusion, onProgress, transfer, poison, preflight, limits }?: {
     method?: string;
     plan?: string | object;
     onProgress?: (event: {
@@ -27,6 +31,8 @@ export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView
     transfer?: boolean;
     fusion?: "all" | "elementwise" | "none";
     poison?: boolean;
+    preflight?: boolean;
+    limits?: Record<string, number> | null;
 }): Promise<Program>;
 export { parsePlan } from "./plan.js";
 export { CACHE_NAME } from "./files.js";

@@ -56,13 +56,19 @@
  * @param {boolean} [options.cache] keep fetched files in the Cache API (default true)
  * @param {'all' | 'elementwise' | 'none'} [options.fusion] how much the planner fuses
  *   (default 'all'; see loadProgram)
+ * @param {boolean} [options.preflight] before any file is downloaded, plan the programs from
+ *   their flatbuffer ranges (HTTP Range requests) and check the device's limits (default true)
+ * @param {Record<string, number> | null} [options.limits] caps on the device's WebGPU limits
+ *   (e.g. `{maxStorageBufferBindingSize: 2 ** 27}`) and `deviceMemory`, a budget in bytes for a
+ *   program's buffers, checked by the preflight (of files to download: cached and local files
+ *   are not preflighted)
  * @returns {Promise<Model>}
  * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError | PteFormatError |
- *   UnsupportedOpError | PlanError | AdapterError | WorkerError}
+ *   UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | WorkerError}
  */
 export function loadModel(source: string | URL | {
     files: File[] | FileList;
-}, { onProgress, verify, cache, fusion }?: {
+}, { onProgress, verify, cache, fusion, preflight, limits }?: {
     onProgress?: (event: {
         stage: "fetch" | "verify" | "python" | "plan" | "upload" | "compile" | "ready";
         file?: string;
@@ -75,6 +81,8 @@ export function loadModel(source: string | URL | {
     verify?: boolean;
     cache?: boolean;
     fusion?: "all" | "elementwise" | "none";
+    preflight?: boolean;
+    limits?: Record<string, number> | null;
 }): Promise<Model>;
 /**
  * What this browser offers webpte, before any download: `{webgpu, adapter: {vendor,

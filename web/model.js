@@ -77,7 +77,8 @@ import { imagePixels } from './image.js';
  *   their flatbuffer ranges (HTTP Range requests) and check the device's limits (default true)
  * @param {Record<string, number> | null} [options.limits] caps on the device's WebGPU limits
  *   (e.g. `{maxStorageBufferBindingSize: 2 ** 27}`) and `deviceMemory`, a budget in bytes for a
- *   program's buffers, checked by the preflight
+ *   program's buffers, checked by the preflight (of files to download: cached and local files
+ *   are not preflighted)
  * @returns {Promise<Model>}
  * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError | PteFormatError |
  *   UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | WorkerError}

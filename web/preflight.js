@@ -1,8 +1,9 @@
 // Before a program's weights are downloaded: Python reads only the program's flatbuffer
 // regions (the .pte header, the program flatbuffer, each delegate's VK00 header and graph),
-// fetched here with HTTP Range requests (or sliced from a cached or local file), plans the
-// method and says what the plan needs (py/webpte/preflight.py); this module checks that
-// against the device, so a program that cannot run is refused before a large download.
+// fetched here with HTTP Range requests, plans the method and says what the plan needs
+// (py/webpte/preflight.py); this module checks that against the device, so a program that
+// cannot run is refused before a large download. Cached and local files are not downloaded,
+// so they are not preflighted.
 // Python reads synchronously, so network ranges are read with synchronous XHR: this runs in
 // the worker, whose thread is Python's anyway.
 
@@ -66,12 +67,6 @@ class Ranges {
 /** Why a preflight could not read its ranges (it is then skipped, never fatal). */
 class Unreadable extends Error {}
 
-/** Ranges of a Blob (a local or cached file), read with FileReaderSync. @param {Blob} blob */
-function blobRanges(blob) {
-  const reader = new FileReaderSync();
-  return new Ranges(blob.size, (a, b) => new Uint8Array(reader.readAsArrayBuffer(blob.slice(a, b))));
-}
-
 /** One synchronous Range request: the bytes, or Unreadable when the server did not answer 206. */
 function rangeRequest(url, start, stop) {
   const xhr = new XMLHttpRequest();
@@ -116,13 +111,12 @@ async function urlRanges(url) {
   return { ranges };
 }
 
-async function cachedBlob(url, cache) {
-  if (!cache || typeof caches === 'undefined') return null;
+async function isCached(url, cache) {
+  if (!cache || typeof caches === 'undefined') return false;
   try {
-    const hit = await (await caches.open(CACHE_NAME)).match(url);
-    return hit ? await hit.blob() : null;
+    return !!(await (await caches.open(CACHE_NAME)).match(url));
   } catch {
-    return null; // storage disabled: read over the network
+    return false; // storage disabled: the file is downloaded
   }
 }
 
@@ -141,45 +135,37 @@ function allowedLimits(limits, caps) {
 }
 
 /**
- * Check what the plan of `method` needs against the device before the file is downloaded.
- * `where`: `{url, cache}` (cached bytes are used if there, else Range requests) or `{blob}`.
- * Returns `{needs, fetched, reads, bytes_read, file_size, plan_ms, source}` or `{skipped}` when
- * the ranges could not be read (the download then goes ahead; the load checks the limits).
- * @param {{url?: string, cache?: boolean, blob?: Blob}} where
- * @param {{glue: any, method?: string, fusion?: string, features?: string[],
- *   limits?: Record<string, number> | null}} options
+ * Check what the plan of the program at `url` needs against the device before the file is
+ * downloaded. A file in the Cache API (`cache`) is not downloaded, so it is not preflighted
+ * (the load plans it once). Returns `{needs, fetched, reads, bytes_read, file_size, plan_ms}`,
+ * or `{skipped}` when there is nothing to download or the ranges could not be read (the
+ * download then goes ahead; the load checks the limits).
+ * @param {string} url
+ * @param {{glue: any, method?: string, fusion?: string, features?: string[], cache?: boolean,
+ *   limits?: Record<string, number> | null}} options `limits` caps the device's limits
+ *   (WebGPU names; `deviceMemory`: a byte budget for the plan's buffers, which WebGPU does not report)
  * @returns {Promise<object>}
  * @throws {AdapterLimitsError} the plan needs more than the device (or `limits`) allows
  * @throws {WebpteError} the program cannot be planned (read from the server's bytes)
  */
-export async function preflightProgram(where, { glue, method = 'forward', fusion = 'all', features = wgslFeatures(), limits = null }) {
+export async function preflightProgram(url, { glue, method = 'forward', fusion = 'all', features = wgslFeatures(), cache = false, limits = null }) {
   if (limits != null && (typeof limits !== 'object'
       || !Object.values(limits).every((v) => typeof v === 'number' && v >= 0))) {
     throw new InputError('limits must be an object of WebGPU limit names (and deviceMemory) to non-negative numbers');
   }
-  let source = 'file';
-  let blob = where.blob ?? null;
-  if (!blob && where.url) {
-    blob = await cachedBlob(where.url, where.cache);
-    source = blob ? 'cache' : 'network';
-  }
-  let ranges;
-  if (blob) ranges = blobRanges(blob);
-  else {
-    const opened = await urlRanges(where.url);
-    if (opened.skipped) return { skipped: opened.skipped };
-    ranges = opened.ranges;
-  }
+  if (await isCached(url, cache)) return { skipped: 'the file is cached: nothing to download' };
+  const opened = await urlRanges(url);
+  if (opened.skipped) return { skipped: opened.skipped };
+  const { ranges } = opened;
   const device = await sharedDevice({});
   const py = glue.RangeSource(ranges.size, (start, stop) => ranges.read(start, stop));
   let out;
   try {
     out = callPy(() => glue.preflight_program(py, method, features, fusion), 'the preflight plan');
   } catch (err) {
-    // A cached entry may be corrupt (the load verifies it and fetches it again), a read that
-    // failed says nothing about the program, and neither does a bug of the preflight
-    // (a plain WebpteError from callPy): the load goes ahead and finds what is wrong.
-    const failure = ranges.failure ?? (source === 'cache' || err.constructor === WebpteError ? err : null);
+    // A read that failed says nothing about the program, and neither does a bug of the
+    // preflight (a plain WebpteError from callPy): the load goes ahead and finds what is wrong.
+    const failure = ranges.failure ?? (err.constructor === WebpteError ? err : null);
     if (failure) return { skipped: `the preflight could not plan the program (${failure.message.split('\n')[0]})` };
     throw err;
   } finally {
@@ -193,33 +179,26 @@ export async function preflightProgram(where, { glue, method = 'forward', fusion
       const what = name === 'deviceMemory' ? `${needed} bytes of device memory, the budget is ${have}`
         : `${name} = ${needed}, this device allows ${have}`;
       throw new AdapterLimitsError(`the program's plan needs ${what}; refused before downloading its `
-        + `weights (${source === 'network' ? `${ranges.fetched} of ${ranges.size} bytes were read` : 'nothing was downloaded'}). `
+        + `weights (${ranges.fetched} of ${ranges.size} bytes were read). `
         + 'Use a GPU (or browser) with larger WebGPU limits, or a smaller program', { limit: name, needed, allowed: have });
     }
   }
-  return { ...out, fetched: ranges.fetched, reads: ranges.reads, source };
+  return { ...out, fetched: ranges.fetched, reads: ranges.reads };
 }
 
 /**
- * Preflight the programs of a model folder (decoder, vision) before any of its files is read:
- * `{[role]: preflightProgram's answer}`.
+ * Preflight the programs (decoder, vision) of a model folder at a URL before any of its files
+ * is downloaded: `{[role]: preflightProgram's answer}`; a local folder has nothing to download.
  * @param {import('./files.js').UrlFolder | LocalFolder} folder
  * @param {{files: {name: string, role: string}[]}} manifest web_glue.model_manifest's answer
  * @param {{glue: any, fusion?: string, cache?: boolean, limits?: Record<string, number> | null}} options
  * @throws {AdapterLimitsError | WebpteError}
  */
 export async function preflightModel(folder, manifest, { glue, fusion = 'all', cache = true, limits = null }) {
+  if (folder instanceof LocalFolder) return null;
   const out = {};
   for (const spec of manifest.files.filter((f) => f.role === 'decoder' || f.role === 'vision')) {
-    let where;
-    if (folder instanceof LocalFolder) {
-      const blob = folder.find(spec.name);
-      if (!blob) continue; // the load reports the missing file with the others
-      where = { blob };
-    } else {
-      where = { url: folder.url(spec.name), cache };
-    }
-    out[spec.role] = await preflightProgram(where, { glue, fusion, limits });
+    out[spec.role] = await preflightProgram(folder.url(spec.name), { glue, fusion, cache, limits });
   }
   return out;
 }

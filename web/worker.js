@@ -41,7 +41,7 @@ const handlers = {
     const t0 = performance.now();
     // A URL's program is planned from its flatbuffer ranges and checked before it is fetched.
     const preflighted = typeof source === 'string' && plan == null && preflight
-      ? await preflightProgram({ url: source, cache: false }, { glue: (await bootPython(emit)).glue, method, fusion, limits })
+      ? await preflightProgram(source, { glue: (await bootPython(emit)).glue, method, fusion, limits })
       : null;
     const bytes = await fetchBytes(source, emit);
     const fetch_ms = performance.now() - t0;

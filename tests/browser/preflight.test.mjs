@@ -97,16 +97,14 @@ describe('preflight: refused before the weights are downloaded', () => {
     console.log(`preflight (gemma4_delegated, twice): ${ranges.length} Range requests, ${fetched} of ${size} bytes`);
   });
 
-  test('a model that fits still loads and generates, and says what the preflight read', LONG, async () => {
+  test('a model that fits still loads, and says what the preflight read', LONG, async () => {
     const model = await caught(`const m = await webpte.loadModel('/tiny-vlm/', { cache: false });
-      let n = 0; for await (const ev of m.generate({ prompt: 'Hi', maxNewTokens: 3 })) if (ev.type === 'done') n = ev.newTokens;
-      const st = m.stats.preflight; await m.dispose(); return { st, n };`);
+      const st = m.stats.preflight; await m.dispose(); return { st };`);
     assert.ok(model.ok, JSON.stringify(model.error));
     const { decoder } = model.ok.st;
-    assert.equal(decoder.source, 'network');
+    assert.equal(decoder.skipped, undefined, decoder.skipped);
     assert.ok(decoder.bytes_read > 0 && decoder.bytes_read <= decoder.fetched, JSON.stringify(decoder));
     assert.ok(model.ok.st.vision.needs.device_memory > 0);
-    assert.ok(model.ok.n >= 1, 'the model generated');
     assert.deepEqual(s.blocked, []);
   });
 });

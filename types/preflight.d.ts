@@ -1,0 +1,42 @@
+/**
+ * Check what the plan of the program at `url` needs against the device before the file is
+ * downloaded. A file in the Cache API (`cache`) is not downloaded, so it is not preflighted
+ * (the load plans it once). Returns `{needs, fetched, reads, bytes_read, file_size, plan_ms}`,
+ * or `{skipped}` when there is nothing to download or the ranges could not be read (the
+ * download then goes ahead; the load checks the limits).
+ * @param {string} url
+ * @param {{glue: any, method?: string, fusion?: string, features?: string[], cache?: boolean,
+ *   limits?: Record<string, number> | null}} options `limits` caps the device's limits
+ *   (WebGPU names; `deviceMemory`: a byte budget for the plan's buffers, which WebGPU does not report)
+ * @returns {Promise<object>}
+ * @throws {AdapterLimitsError} the plan needs more than the device (or `limits`) allows
+ * @throws {WebpteError} the program cannot be planned (read from the server's bytes)
+ */
+export function preflightProgram(url: string, { glue, method, fusion, features, cache, limits }: {
+    glue: any;
+    method?: string;
+    fusion?: string;
+    features?: string[];
+    cache?: boolean;
+    limits?: Record<string, number> | null;
+}): Promise<object>;
+/**
+ * Preflight the programs (decoder, vision) of a model folder at a URL before any of its files
+ * is downloaded: `{[role]: preflightProgram's answer}`; a local folder has nothing to download.
+ * @param {import('./files.js').UrlFolder | LocalFolder} folder
+ * @param {{files: {name: string, role: string}[]}} manifest web_glue.model_manifest's answer
+ * @param {{glue: any, fusion?: string, cache?: boolean, limits?: Record<string, number> | null}} options
+ * @throws {AdapterLimitsError | WebpteError}
+ */
+export function preflightModel(folder: import("./files.js").UrlFolder | LocalFolder, manifest: {
+    files: {
+        name: string;
+        role: string;
+    }[];
+}, { glue, fusion, cache, limits }: {
+    glue: any;
+    fusion?: string;
+    cache?: boolean;
+    limits?: Record<string, number> | null;
+}): Promise<{}>;
+import { LocalFolder } from './files.js';
