@@ -7,6 +7,12 @@ max / sum / output rows are rescaled by `exp(m_old - m_new)` (flash attention's 
 softmax), so any key count and any head dim run in 16 KiB of workgroup memory. Query head
 h reads kv head `h // (Hq / Hkv)` (grouped-query attention). `tiled_attention_reference`
 does the same f32 arithmetic in the same order with numpy, vectorised over rows.
+
+Flash-decoding variant: with few query rows (decode) and many keys, one workgroup per row
+leaves a GPU mostly idle, so the keys are split into chunks of `chunk` keys, one workgroup
+per (row, chunk) writes its partial (unnormalised output, max, sum) and a second kernel
+merges them (`split_attention_reference`). The planner hint `attn_kv_chunk:N` among the
+lowering's features asks for it (GPU adapters; CPU adapters run enough rows already).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from .._np import np
 WORKGROUP = 64      # keys per tile = invocations per query row's workgroup
 MAX_GROUPS = 65535  # query rows beyond this fold into workgroup y
 NEG = -3.0e38       # the kernel's NEG: below any score (a float: numpy may be absent)
+KV_CHUNK_HINT = "attn_kv_chunk:"   # planner hint: split the keys into chunks of N
+MAX_SPLITS = 64
 
 
 @dataclass(frozen=True)
@@ -53,10 +61,24 @@ def fits_workgroup_memory(d: int) -> bool:
     return 4 * (d + 2 * WORKGROUP + 1) <= 16384
 
 
+def kv_chunk(features, n_keys: int) -> int:
+    """Keys per split the features' hint asks for (a multiple of WORKGROUP, at most
+    MAX_SPLITS splits of `n_keys`), or 0: no split (no hint, or one chunk holds every key)."""
+    hints = [f[len(KV_CHUNK_HINT):] for f in sorted(features) if f.startswith(KV_CHUNK_HINT)]
+    if not hints or not hints[-1].isdigit() or int(hints[-1]) <= 0:
+        return 0
+    chunk = -(-int(hints[-1]) // WORKGROUP) * WORKGROUP
+    chunk = max(chunk, -(-n_keys // (MAX_SPLITS * WORKGROUP)) * WORKGROUP)
+    return chunk if chunk < n_keys else 0
+
+
 def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: int,
                     start: int | None = None, mask: int | None = None) -> None:
-    """One dispatch of the kernel; `q`, `k`, `v`, `out`, `start`, `mask` are buffers."""
+    """The kernel's dispatch (and the merge's, split); `q`, `k`, `v`, `out`, `start`,
+    `mask` are buffers."""
     rows = lay.batch * lay.hq * lay.seq
+    chunk = kv_chunk(L.features, lay.skv if lay.keys == "fixed" else lay.ctx)
+    splits = -(-(lay.skv if lay.keys == "fixed" else lay.ctx) // chunk) if chunk else 1
     m_b, m_h, m_s, m_c = lay.mask or (0, 0, 0, 0)
     kernel = L.kernel(
         "attention/sdpa_attention", rows=rows, batch=lay.batch, hq=lay.hq, hkv=lay.hkv,
@@ -64,10 +86,17 @@ def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: i
         kv_b=lay.kv_b, kv_h=lay.kv_h, kv_c=lay.kv_c, keys=lay.keys, skv=lay.skv, ctx=lay.ctx,
         masked=lay.mask is not None, m_b=m_b, m_h=m_h, m_s=m_s, m_c=m_c,
         scale=scale, workgroup=WORKGROUP, d_per_thread=-(-lay.d // WORKGROUP),
-        group_row=MAX_GROUPS)
+        group_row=MAX_GROUPS, splits=splits, chunk=chunk)
+    part = L.scratch(4 * rows * splits * (lay.d + 2), "attention partials") if chunk else out
     bindings = [q, k, v] + ([start] if lay.keys != "fixed" else []) + \
-        ([mask] if lay.mask is not None else []) + [out]
-    L.dispatch(kernel, bindings, (min(rows, MAX_GROUPS), -(-rows // MAX_GROUPS), 1))
+        ([mask] if lay.mask is not None else []) + [part]
+    wgs = rows * splits
+    L.dispatch(kernel, bindings, (min(wgs, MAX_GROUPS), -(-wgs // MAX_GROUPS), 1))
+    if chunk:
+        groups, row = L.grid(rows * lay.d)
+        merge = L.kernel("attention/sdpa_combine", rows=rows, d=lay.d, splits=splits,
+                         workgroup=256, row=row)
+        L.dispatch(merge, [part, out], groups)
 
 
 def _tree_sum(x: np.ndarray) -> np.ndarray:
@@ -104,13 +133,50 @@ def tiled_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale
     return out
 
 
-def _rows(qr, kk, vv, scale, count, mr, col) -> np.ndarray:
+def split_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
+                              n_keys: np.ndarray, chunk: int,
+                              mask: np.ndarray | None = None) -> np.ndarray:
+    """The flash-decoding variant's arithmetic: `tiled_attention_reference`'s per chunk of
+    `chunk` keys, then the merge in split order (as attention/sdpa_combine)."""
+    b, hq, s, d = q.shape
+    hkv, n = k.shape[1], k.shape[2]
+    group = hq // hkv
+    scale = np.float32(scale)
+    if mask is not None:
+        mask = np.broadcast_to(mask.astype(np.float32), (b, hq, s, n))
+    out = np.empty(q.shape, np.float32)
+    col = np.arange(WORKGROUP)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        for bi in range(b):
+            for g in range(hkv):
+                heads = slice(g * group, (g + 1) * group)
+                qr = q[bi, heads].reshape(group * s, d).astype(np.float32)
+                count = np.tile(n_keys, group)[:, None]
+                mr = None if mask is None else mask[bi, heads].reshape(group * s, n)
+                kk, vv = k[bi, g].astype(np.float32), v[bi, g].astype(np.float32)
+                parts = [_rows(qr, kk, vv, scale, np.minimum(count, lo + chunk), mr, col,
+                               lo=lo, normalise=False) for lo in range(0, n, chunk)]
+                big = parts[0][1]
+                for _, m_i, _ in parts[1:]:
+                    big = np.maximum(big, m_i)
+                num = np.zeros((group * s, d), np.float32)
+                den = np.zeros((group * s, 1), np.float32)
+                for acc, m_i, l_i in parts:
+                    w = np.exp(m_i - big)
+                    num = num + acc * w
+                    den = den + l_i * w
+                out[bi, heads] = (num / den).reshape(group, s, d)
+    return out
+
+
+def _rows(qr, kk, vv, scale, count, mr, col, lo: int = 0, normalise: bool = True):
+    """Rows over keys [lo, count): the output (normalised) or (acc, max, sum)."""
     rows, d = qr.shape
     neg = np.float32(NEG)
     m = np.full((rows, 1), neg, np.float32)
     l_sum = np.zeros((rows, 1), np.float32)
     acc = np.zeros((rows, d), np.float32)
-    for t0 in range(0, int(count.max()), WORKGROUP):
+    for t0 in range(lo, int(count.max()), WORKGROUP):
         keys = np.minimum(t0 + col, kk.shape[0] - 1)       # (W,) clamped; invalid ones unused
         valid = (t0 + col)[None, :] < count                 # (rows, W)
         dot = np.zeros((rows, WORKGROUP), np.float32)
@@ -129,4 +195,4 @@ def _rows(qr, kk, vv, scale, count, mr, col) -> np.ndarray:
         for r in range(min(WORKGROUP, kk.shape[0] - t0)):   # sequential over the tile's keys
             a += p[:, r:r + 1] * vv[t0 + r][None, :]
         acc = acc * alpha + a
-    return acc / l_sum
+    return acc / l_sum if normalise else (acc, m, l_sum)
