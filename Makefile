@@ -158,3 +158,13 @@ conformance-web: web
 soak: venv
 	@mkdir -p $(XDG_RUNTIME_DIR)
 	WEBPTE_SOAK_STEPS=$${WEBPTE_SOAK_STEPS:-1000} $(BIN)/pytest -q -s tests/test_soak.py
+
+# Long sessions in the page: 1,000 decode steps in headless Chromium (tests/browser/soak.test.mjs)
+# with GPU buffer / bind-group creations, the worker's JS and wasm heaps and the browser's RSS
+# printed; the SmolLM2 decoder when its folder is built, else the tiny q8 decoder (the default
+# browser suite runs 300 steps of that).
+.PHONY: soak-web
+soak-web: web
+	@MODEL=$$(ls $${HOME}/.cache/webpte/models/smollm2-135m-instruct-q8/decoder_q8.pte 2>/dev/null || true); \
+	  WEBPTE_SOAK_WEB_STEPS=$${WEBPTE_SOAK_WEB_STEPS:-1000} WEBPTE_SOAK_WEB_MODEL=$${WEBPTE_SOAK_WEB_MODEL:-$$MODEL} \
+	  node --test tests/browser/soak.test.mjs

@@ -2,8 +2,8 @@
 export function runtime(): any;
 /**
  * What the shared worker runs on: `{programs, models, python, adapter: {vendor, architecture,
- * device, description} | null, created: {buffers, bindGroups}, memory: {jsHeapBytes,
- * wasmHeapBytes}}` (the adapter is known once a program has been loaded). `gc` collects the
+ * device, description} | null, created: {buffers, bindGroups}, memory: {wasmHeapBytes}}`
+ * (the adapter is known once a program has been loaded). `gc` collects the
  * worker's garbage first where the browser exposes it (tests of long sessions).
  * @param {{gc?: boolean}} [options]
  * @returns {Promise<object>}

@@ -79,9 +79,9 @@ const handlers = {
 
   /**
    * -> {programs, models, python: bool, adapter: {vendor, architecture, ...} | null, created:
-   * {buffers, bindGroups} (GPU objects made so far), memory: {jsHeapBytes, wasmHeapBytes}
-   * (this worker's; null where the browser does not say)}. `{gc: true}` collects garbage
-   * first where the browser allows it (--js-flags=--expose-gc).
+   * {buffers, bindGroups} (GPU objects made so far), memory: {wasmHeapBytes} (Pyodide's; null
+   * before Python boots)}. `{gc: true}` collects garbage first where the browser allows it
+   * (--js-flags=--expose-gc).
    */
   async info(content) {
     const d = currentDevice() ? await currentDevice() : null;
@@ -106,11 +106,11 @@ const handlers = {
   ...models.handlers,
 };
 
-// performance.memory is Chromium's (coarse unless --enable-precise-memory-info); the wasm heap
-// is Pyodide's linear memory, which only grows.
+// Pyodide's linear memory, which only grows (Chromium has no performance.memory in workers:
+// tests read the worker's JS heap over the DevTools protocol).
 async function memory() {
   const wasm = pythonStarted() ? (await bootPython(() => {})).pyodide._module?.HEAPU8?.byteLength : null;
-  return { jsHeapBytes: performance.memory?.usedJSHeapSize ?? null, wasmHeapBytes: wasm ?? null };
+  return { wasmHeapBytes: wasm ?? null };
 }
 
 function plain(info) {
