@@ -9,12 +9,10 @@
 
 import { AdapterLimitsError, InputError, WebpteError } from './errors.js';
 import { CACHE_NAME, LocalFolder } from './files.js';
-import { callPy, sharedDevice } from './runtime.js';
+import { callPy, planFeatures, sharedDevice } from './runtime.js';
 
 const MIN_READ = 4096; // a read extends to at least this many bytes: headers come with what follows
 
-/** WGSL language features of this browser (the planner picks kernel variants by them). */
-const wgslFeatures = () => [...(navigator.gpu?.wgslLanguageFeatures ?? [])];
 
 /** snake_case need -> WebGPU's camelCase limit name (device_memory -> deviceMemory). */
 const camel = (name) => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
@@ -148,7 +146,8 @@ function allowedLimits(limits, caps) {
  * @throws {AdapterLimitsError} the plan needs more than the device (or `limits`) allows
  * @throws {WebpteError} the program cannot be planned (read from the server's bytes)
  */
-export async function preflightProgram(url, { glue, method = 'forward', fusion = 'all', features = wgslFeatures(), cache = false, limits = null }) {
+export async function preflightProgram(url, { glue, method = 'forward', fusion = 'all', features = null, cache = false, limits = null }) {
+  features ??= await planFeatures();
   if (limits != null && (typeof limits !== 'object'
       || !Object.values(limits).every((v) => typeof v === 'number' && v >= 0))) {
     throw new InputError('limits must be an object of WebGPU limit names (and deviceMemory) to non-negative numbers');

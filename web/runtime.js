@@ -122,9 +122,31 @@ export async function sharedDevice(needed) {
   return d;
 }
 
-/** WGSL language features of this browser: kernel variants (e.g. dot4 int8) depend on them. */
-function wgslFeatures() {
-  return [...(navigator.gpu?.wgslLanguageFeatures ?? [])];
+let adapterKind = null;
+
+/**
+ * "CPU" for a software or fallback adapter (SwiftShader, llvmpipe), else "GPU": Python picks
+ * kernel variants for it (py/webpte/plan/hints.py), as natively from wgpu's adapter type.
+ * @returns {Promise<string>}
+ */
+function adapterType() {
+  adapterKind ??= (async () => {
+    const adapter = await navigator.gpu?.requestAdapter({ powerPreference: 'high-performance' });
+    const info = adapter?.info ?? {};
+    const soft = info.isFallbackAdapter || adapter?.isFallbackAdapter
+      || /swiftshader|llvmpipe|lavapipe|software/i.test(`${info.vendor} ${info.architecture} ${info.description}`);
+    return soft ? 'CPU' : 'GPU';
+  })();
+  return adapterKind;
+}
+
+/**
+ * What the planner is told about this browser: its WGSL language features (kernel variants,
+ * e.g. dot4 int8, depend on them) and `adapter_type:CPU|GPU`.
+ * @returns {Promise<string[]>}
+ */
+export async function planFeatures() {
+  return [...(navigator.gpu?.wgslLanguageFeatures ?? []), `adapter_type:${await adapterType()}`];
 }
 
 async function planInPython(bytes, method, fusion, emit, inputShapes = null) {
@@ -135,7 +157,7 @@ async function planInPython(bytes, method, fusion, emit, inputShapes = null) {
   const source = glue.RangeSource(view.byteLength, (start, stop) => view.subarray(start, stop));
   let result;
   try {
-    const args = [source, method, wgslFeatures(), fusion];
+    const args = [source, method, await planFeatures(), fusion];
     if (inputShapes != null) args.push(JSON.stringify(inputShapes));
     result = JSON.parse(glue.plan_program(...args));
   } catch (err) {

@@ -12,6 +12,7 @@ from .errors import InputError, PlanError, UnsupportedOpError, WebpteError
 from .kernels.registry import missing_ops, registry
 from .plan import Plan, lower
 from .plan.dynamic import specialize
+from .plan.hints import resolve_hints
 from .plan.method import edge_names, method_graph
 from .pte import Graph, Method, PteProgram, open_source, read_program
 
@@ -39,13 +40,15 @@ def plan_method(prog: PteProgram, method: str = "forward", features=(),
                 fusion: str | None = None, input_shapes=None) -> Plan:
     """Lower one method of a parsed program to a Plan (no GPU needed).
 
-    `features`: WGSL language features the target has (kernel variants depend on them).
+    `features`: WGSL language features the target has (kernel variants depend on them) and
+    planner hints, or `adapter_type:X` for the hints of that adapter type (plan/hints.py).
     `fusion`: "all", "elementwise" or "none"; None follows $WEBPTE_FUSE (default all).
     `input_shapes`: dims of each input for a method exported with dynamic (upper-bound)
     shapes; the graph is specialized to them (plan/dynamic.py).
     """
     if fusion is not None and fusion not in FUSION:
         raise InputError(f"fusion {fusion!r} is not one of {', '.join(FUSION)}")
+    features = resolve_hints(features)
     m = prog.method(method)
     if m.is_constant:
         raise PlanError(f"method {method!r} is a constant method (value {m.constant!r})")

@@ -60,8 +60,8 @@ def wgsl_features() -> frozenset[str]:
     """WGSL language features kernels may use on this device.
 
     wgpu-py may not list language features (lavapipe lists none), so the ones webpte
-    uses are also probed by compiling a one-line kernel. Also holds the planner hint of
-    the decode kernel for this adapter's type (linear_q8.decode_hint).
+    uses are also probed by compiling a one-line kernel. Also holds the planner hints of
+    kernel variants for this adapter's type (plan.hints.adapter_hints).
     """
     global _FEATURES
     if _FEATURES is None:
@@ -80,9 +80,9 @@ def wgsl_features() -> frozenset[str]:
                 found.add("packed_4x8_integer_dot_product")
             except Exception:  # not supported: the portable kernels are used
                 pass
-        from ..kernels.quantized.linear_q8 import decode_hint
+        from ..plan.hints import adapter_hints
 
-        found.add(decode_hint(str(dict(_adapter().info).get("adapter_type", ""))))
+        found |= adapter_hints(str(dict(_adapter().info).get("adapter_type", "")))
         _FEATURES = frozenset(found)
     return _FEATURES
 

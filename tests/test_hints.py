@@ -1,0 +1,35 @@
+"""Planner hints per adapter type (plan/hints.py): the page says `adapter_type:CPU|GPU`, natively
+wgpu's adapter type is used; both map to the same kernel variants."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conftest import FIXTURES
+from webpte.native import Executor
+from webpte.plan.hints import adapter_hints, resolve_hints
+from webpte.program import plan_method
+from webpte.pte import read_program
+
+
+def test_cpu_adapters_keep_the_plain_kernels_and_gpus_get_the_split_ones():
+    assert adapter_hints("CPU") == {"q8_decode:skinny"}
+    assert adapter_hints("DiscreteGPU") == {"q8_decode:splitk", "attn_kv_chunk:256"}
+    assert resolve_hints(["dot4", "adapter_type:CPU"]) == {"dot4", "q8_decode:skinny"}
+    assert resolve_hints(["adapter_type:GPU", "q8_decode:skinny"]) == {
+        "q8_decode:skinny", "attn_kv_chunk:256"}   # an explicit hint wins
+    assert resolve_hints(["q8_decode:splitk"]) == {"q8_decode:splitk"}
+
+
+def test_the_gpu_plan_of_a_decoder_gives_the_cpu_plans_outputs(gpu):
+    data = (FIXTURES / "decoder_q8_tiny.pte").read_bytes()
+    prog = read_program(data)
+    plans = {t: plan_method(prog, "forward", [f"adapter_type:{t}"]) for t in ("CPU", "GPU")}
+    names = {t: {k.name.rsplit("_", 1)[0] for k in p.kernels} for t, p in plans.items()}
+    assert "linear_q8_splitk" in names["GPU"] and "linear_q8_splitk" not in names["CPU"]
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal(s.shape).astype(s.dtype) if s.dtype == "float32"
+              else np.zeros(s.shape, s.dtype) for s in plans["CPU"].inputs]
+    outs = {t: Executor(p, data).run(inputs) for t, p in plans.items()}
+    for a, b in zip(outs["CPU"], outs["GPU"]):
+        np.testing.assert_array_equal(a, b)   # int32 accumulators, the same epilogue
