@@ -1,9 +1,11 @@
 """Argmax and top-k candidates of a plan's logits, computed on the device.
 
 Appended to a decoder's plan as readouts (Plan.readouts): each is a few passes of one
-kernel (`shaders/sampling/topk.wgsl.j2`); a pass keeps the best `k` of every tile of
-`TILE` entries (a tree reduction for k = 1, a bitonic sort otherwise) until one tile is
-left. The order is the host sampler's: larger logit first, equal logits by lower token id,
+kernel (`shaders/sampling/topk.wgsl.j2`); in a pass every lane keeps the best `k` of its
+run of `CHUNK` entries in a private sorted list (insertion, no barriers: a workgroup
+barrier costs a switch of every invocation on CPU adapters, and a bitonic sort of 1024
+entries per workgroup took 100 ms for 49,152 logits on lavapipe) until one lane is left.
+The order is the host sampler's: larger logit first, equal logits by lower token id,
 so the ids are exactly the ones `Sampler` picks from the full row.
 
 The last pass writes `k` token ids (u32) then their `k` logits (f32); a greedy step reads
@@ -19,31 +21,23 @@ from ...plan.model import BufferSpec, DispatchSpec, KernelSpec, Plan, ReadoutSpe
 from .._np import np
 from ..render import render
 
-TILE = 1024          # entries per workgroup (two u32 arrays: 8 KiB of workgroup memory)
-WORKGROUP = 256
+CHUNK = 1024         # entries per lane
+WORKGROUP = 64
 CANDIDATES = 64      # the top-k readout's k: the largest top_k sampled on the device
 READOUT_KS = (1, CANDIDATES)
 
 
 def passes(n: int, k: int) -> list[tuple[int, int]]:
-    """(entries in, tiles) of each pass that takes `n` logits down to the best `k`."""
-    if not 1 <= k <= TILE // 2:
-        raise PlanError(f"a readout keeps 1..{TILE // 2} candidates, not {k}")
+    """(entries in, lanes) of each pass that takes `n` logits down to the best `k`."""
+    if not 1 <= k <= CHUNK // 2:
+        raise PlanError(f"a readout keeps 1..{CHUNK // 2} candidates, not {k}")
     out = []
     while True:
-        tiles = math.ceil(n / TILE)
-        out.append((n, tiles))
-        if tiles == 1:
+        lanes = math.ceil(n / CHUNK)
+        out.append((n, lanes))
+        if lanes == 1:
             return out
-        n = tiles * k
-
-
-def _strides() -> list[int]:
-    s, out = TILE // 2, []
-    while s:
-        out.append(s)
-        s //= 2
-    return out
+        n = lanes * k
 
 
 def add_readouts(plan: Plan, ks=READOUT_KS) -> Plan:
@@ -61,20 +55,21 @@ def add_readouts(plan: Plan, ks=READOUT_KS) -> Plan:
         k = min(k, vocab)
         src, dispatches = logits.buffer, []
         steps = passes(vocab, k)
-        for i, (n, tiles) in enumerate(steps):
+        for i, (n, lanes) in enumerate(steps):
             final = i == len(steps) - 1
-            wgsl = render("sampling/topk", k=k, n=n, tile=TILE, tiles=tiles,
-                          workgroup=WORKGROUP, strides=_strides(), offset=offset,
+            wgsl = render("sampling/topk", k=k, n=n, chunk=CHUNK, lanes=lanes,
+                          workgroup=WORKGROUP, offset=offset,
                           source="logits" if i == 0 else "pairs", final=final)
             if wgsl not in kernels:
                 kernels[wgsl] = len(plan.kernels)
                 plan.kernels.append(KernelSpec(len(plan.kernels), f"topk{k}_{len(plan.kernels)}",
                                                wgsl))
             dst = len(plan.buffers)
-            plan.buffers.append(BufferSpec(dst, 4 * (2 * k if final else 2 * tiles * k),
+            plan.buffers.append(BufferSpec(dst, 4 * (2 * k if final else 2 * lanes * k),
                                            "activation", f"readout top{k} pass {i}"))
             cost = {"bytes_read": 4 * n * (1 if i == 0 else 2), "macs": 0}
-            dispatches.append(DispatchSpec(kernels[wgsl], [src, dst], (tiles, 1, 1),
+            dispatches.append(DispatchSpec(kernels[wgsl], [src, dst],
+                                           (math.ceil(lanes / WORKGROUP), 1, 1),
                                            f"readout.top{k}", -1, cost))
             src = dst
         plan.readouts.append(ReadoutSpec(k, dispatches, src))
