@@ -20,7 +20,8 @@ from ..element import Element
 from ..registry import OpUnit
 from .gather import GatherMap, compute_type, computed, emit_gather, store, strided_map
 
-_CASTS = ("aten._to_copy.default", "dim_order_ops._to_dim_order_copy.default")
+_CAST_OUT = "dim_order_ops._to_dim_order_copy.out"  # a portable kernel call between delegates
+_CASTS = ("aten._to_copy.default", "dim_order_ops._to_dim_order_copy.default", _CAST_OUT)
 _COPIES = ("aten.clone.default", "et_vk.prepack.default")
 _VIEWS = ("aten.view_copy.default", "aten.squeeze_copy.dims")
 _UNSQUEEZE = "aten.unsqueeze_copy.default"
@@ -163,7 +164,8 @@ def reference(R, call) -> None:
 
 # Cast options (dtype, layout, device, pin_memory, non_blocking, memory_format / dim_order)
 # are checked by _cast_spec, which says which forms are supported.
-UNITS = [OpUnit(_CASTS, lower, reference, {n: "T * * * * * * T" for n in _CASTS},
+UNITS = [OpUnit(_CASTS, lower, reference,
+                {**{n: "T * * * * * * T" for n in _CASTS[:2]}, _CAST_OUT: "T * * T"},
                 element=cast_element),
          OpUnit(_COPIES + _VIEWS + (_UNSQUEEZE, _PERMUTE, _SELECT), lower, reference,
                 {"aten.clone.default": "T * T", "et_vk.prepack.default": "T T",

@@ -1,0 +1,181 @@
+"""Export a reduced Gemma 4 vision encoder the way ExecuTorch's own Gemma 4 exporter does
+(dev-only: needs torch, executorch 1.5.1 and transformers >= 5.5 with `models/gemma4`; nothing
+under py/ imports this).
+
+    python tools/export_gemma4_vision.py [--out tests/fixtures/gemma4_vision] [--only NAME ...]
+
+The module is ExecuTorch's `_HFVisionEncoderWithProjection` (executorch 1.5.1,
+`examples/models/gemma4/export_gemma4.py`) around HF transformers' `Gemma4VisionModel` and
+`Gemma4MultimodalEmbedder`, prepared as ExecuTorch's `_export_vision_encoder` prepares it (the
+position table as int8 per channel, looked up by a one-hot matmul), exported with static
+shapes. The config is the 31B schema's vision encoder shrunk but keeping its structure: 2-D
+axial rope theta 100 over the patch positions, head_dim 12 of width 48 (72 of 1152: 4 heads
+instead of 16), per-head qk-norm (parameter-free on v), gated gelu_tanh FFN (179: the 4304/1152
+ratio), pre+post RMSNorm eps 1e-6, the 3x3 position pooler with its sqrt(width) scale, and
+the projector `embed_vision` into the width (64) of the reduced Gemma 4 decoder of
+tools/export_gemma4.py. Attention is HF's SDPA path, the default of a model loaded with
+`from_pretrained` as ExecuTorch loads it. Weights are seeded random.
+
+`forward(pixel_values [1, 36, 192] f32, pixel_position_ids [1, 36, 2] i64) ->
+(embeddings [1, 4, 64] f32, mask [1, 4] bool)`: 36 patches of 8x8 RGB pixels in [0, 1], their
+(x, y) positions, (-1, -1) for padding; 4 soft tokens (each a 3x3 patch cell), mask False for a
+token with no patch.
+
+Fixtures (NAME.pte + NAME.npz with `call{i}_input_{j}` / `call{i}_output_{j}`):
+- gemma4_vision_stock: the module through `WebGPUPartitioner()`: several delegates with
+  portable kernel calls between them (the padding `any`, the pooler's `max.dim`, the mask's
+  `index.Tensor`, SDPA's scalar multiplies, ...).
+- gemma4_vision_q8: the same with every linear (the projector too) as the SmolVLM decoder's
+  two-pass int8 linear (tools/decoder_model.py), calibrated on the reference calls.
+
+The calls: four images of different patch grids (6x3 and 3x9 padded, 6x6 and 12x3 full).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from executorch.examples.models.gemma4.export_gemma4 import (
+    _HFVisionEncoderWithProjection,
+    _quantize_position_embedding_table,
+)
+from torch import nn
+from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig, Gemma4VisionConfig
+from transformers.models.gemma4.modeling_gemma4 import (
+    Gemma4MultimodalEmbedder,
+    Gemma4VisionModel,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from export_gemma4 import (  # noqa: E402
+    delegate_histogram,
+    export_program,
+    quantize_q8,
+    save_npz,
+    tiny_config,
+)
+
+SEED = 2032
+PATCH = 8            # patch side (the schema's 16): 3 * 8 * 8 = 192 values a patch
+PATCHES = 36         # patches per call: 4 soft tokens of 3 x 3
+GRIDS = [(6, 3), (6, 6), (3, 9), (12, 3)]   # (width, height) in patches of each call
+
+
+def vision_config() -> Gemma4VisionConfig:
+    """The 31B schema's vision encoder shrunk: ratios kept, width/depth/patches small."""
+    cfg = Gemma4VisionConfig(
+        hidden_size=48, intermediate_size=179, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=4, head_dim=12, rms_norm_eps=1e-6, patch_size=PATCH,
+        position_embedding_size=16, pooling_kernel_size=3,
+        rope_parameters={"rope_type": "axial", "rope_theta": 100.0})
+    cfg._attn_implementation = "sdpa"
+    return cfg
+
+
+def build_stock(seed: int = SEED) -> nn.Module:
+    """Seeded random weights (norm weights near 1), then ExecuTorch's int8 position table."""
+    torch.manual_seed(seed)
+    cfg = vision_config()
+    tower = Gemma4VisionModel(cfg).eval()
+    embed = Gemma4MultimodalEmbedder(cfg, Gemma4TextConfig(hidden_size=tiny_config().hidden_size))
+    module = _HFVisionEncoderWithProjection(tower, embed.eval()).eval()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if "norm" in name:
+                p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=gen))
+            elif "position_embedding_table" in name:
+                p.copy_(0.5 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(torch.randn(p.shape, generator=gen) / p.shape[-1] ** 0.5)
+    _quantize_position_embedding_table(module)
+    return module.eval()
+
+
+def sequence(seed: int = SEED) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(pixel_values [1, PATCHES, 3*PATCH*PATCH], positions [1, PATCHES, 2]) per call: the
+    grid's patches row by row, then padding (zero pixels, position (-1, -1))."""
+    gen = torch.Generator().manual_seed(seed + 1)
+    calls = []
+    for w, h in GRIDS:
+        pixels = torch.zeros(1, PATCHES, 3 * PATCH * PATCH)
+        pixels[0, :w * h] = torch.rand(w * h, 3 * PATCH * PATCH, generator=gen)
+        pos = torch.full((1, PATCHES, 2), -1, dtype=torch.int64)
+        ys, xs = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+        pos[0, :w * h, 0], pos[0, :w * h, 1] = xs.reshape(-1), ys.reshape(-1)
+        calls.append((pixels, pos))
+    return calls
+
+
+def eager(module: nn.Module, calls) -> list[tuple[torch.Tensor, ...]]:
+    with torch.no_grad():
+        return [tuple(o.clone() for o in module(*c)) for c in calls]
+
+
+class _Embeddings(nn.Module):
+    """The encoder's embeddings alone, no caches: what export_gemma4's calibration runs."""
+
+    def __init__(self, encoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, pixels: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return self.encoder(pixels, positions)[0]
+
+    def caches(self) -> list[torch.Tensor]:
+        return []
+
+
+def _q8(module: nn.Module) -> nn.Module:
+    """Every linear (the projector too) as the two-pass int8 linear, swapped in place."""
+    quantize_q8(_Embeddings(module), sequence())
+    return module
+
+
+FIXTURES = {"gemma4_vision_stock": lambda m: m, "gemma4_vision_q8": _q8}
+
+
+def write_fixture(out: Path, name: str) -> None:
+    t0 = time.perf_counter()
+    if name == "gemma4_vision_q8":
+        from decoder_model import register_linear_q8ta_q8csw_meta
+
+        register_linear_q8ta_q8csw_meta()
+    module = FIXTURES[name](build_stock()).eval()
+    calls = sequence()
+    outs = eager(module, calls)
+    data, n_delegates, cpu = export_program(module, calls[0], None)
+    (out / f"{name}.pte").write_bytes(data)
+    arrays: dict[str, np.ndarray] = {}
+    for i, (inputs, outputs) in enumerate(zip(calls, outs)):
+        for j, t in enumerate(inputs):
+            arrays[f"call{i}_input_{j}"] = t.numpy()
+        for j, t in enumerate(outputs):
+            arrays[f"call{i}_output_{j}"] = t.numpy()
+    save_npz(out / f"{name}.npz", arrays)
+    print(f"{name}: {time.perf_counter() - t0:.1f} s, pte {len(data)} B, {n_delegates} "
+          f"delegates, {sum(cpu.values())} CPU kernel calls {dict(cpu)}", flush=True)
+    hist = delegate_histogram(data)
+    print("  delegated ops: " + ", ".join(f"{k} {v}" for k, v in sorted(hist.items())))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("tests/fixtures/gemma4_vision"))
+    ap.add_argument("--only", nargs="*", choices=sorted(FIXTURES))
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.only or FIXTURES:
+        write_fixture(args.out, name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
