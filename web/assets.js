@@ -1,7 +1,8 @@
 // Every file the worker loads besides its own modules, each named by a literal
-// `new URL('./…', import.meta.url)`: bundlers (Vite, webpack, Parcel; esbuild with a copy of
-// the package's dist/) see these and emit the files, possibly under hashed names, so nothing
-// here may be derived from another file's URL. scripts/build_web.sh checks that the wheel
+// `new URL('./…', import.meta.url)`: bundlers (Vite, webpack; tests/browser/bundler*.test.mjs)
+// see these and emit the files, possibly under hashed names, so nothing here may be derived
+// from another file's URL. esbuild leaves them as they are: there they resolve against the
+// bundle's URL, beside which the app copies the package's dist/. scripts/build_web.sh checks that the wheel
 // names below are exactly the wheels it put in dist/wheels/.
 
 /** The Pyodide core: its loader module, the Emscripten module, the wasm binary, the stdlib. */

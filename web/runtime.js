@@ -35,7 +35,8 @@ export function bootPython(emit) {
     } catch (err) {
       throw new WorkerError(`the Pyodide core or the bundled wheels could not be loaded (${err.message}); `
         + 'serve every file of the webpte package (dist/ of `npm run build`): with Vite, add '
-        + "`optimizeDeps: { exclude: ['webpte'] }` to vite.config");
+        + "`optimizeDeps: { exclude: ['webpte'] }` to vite.config; with webpack, set `output: { module: true }` "
+        + '(Pyodide needs a module worker); with esbuild, copy node_modules/webpte/dist/ beside the bundle');
     }
     const pyodide = await loadPyodide({
       indexURL: indexURL(files.wasm),

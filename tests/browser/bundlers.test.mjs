@@ -5,6 +5,7 @@
 // served by a plain static server. In headless Chromium: the fixture program within tolerance
 // and a truncated program as PteFormatError; no request may leave 127.0.0.1. SmolLM2 generation
 // through a bundle is bundler.test.mjs's (Vite): it would add over a minute per bundler here.
+// WEBPTE_WEBPACK_DEV=1 also checks webpack's development build (eval'd modules; about 10 s more).
 // Needs `npm run build` (dist/).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -44,9 +45,9 @@ async function checkBuilt(t, label, outDir, page) {
   }
 }
 
-function webpackBuild(outDir) {
+function webpackBuild(outDir, mode) {
   return import(join(APP, 'webpack.config.js')).then(({ default: config }) => new Promise((res, rej) => {
-    const compiler = webpack({ ...config, mode: 'production', context: APP, output: { ...config.output, path: outDir, clean: true } });
+    const compiler = webpack({ ...config, mode, context: APP, output: { ...config.output, path: outDir, clean: true } });
     compiler.run((err, stats) => compiler.close(() => {
       if (err) return rej(err);
       if (stats.hasErrors()) return rej(new Error(stats.toString({ all: false, errors: true })));
@@ -56,15 +57,17 @@ function webpackBuild(outDir) {
 }
 
 describe('the packed package with webpack and esbuild', () => {
-  test('webpack 5 (production, minified)', LONG, async (t) => {
-    const out = join(WORK, 'webpack');
-    const t0 = performance.now();
-    const stats = await webpackBuild(out);
-    timings.push(`webpack build ${(performance.now() - t0).toFixed(0)}`);
-    const emitted = Object.keys(stats.compilation.assets);
-    assert.ok(emitted.some((f) => f.endsWith('.wasm')) && emitted.some((f) => f.endsWith('.whl')), `webpack emitted ${emitted}`);
-    await checkBuilt(t, 'webpack', out, PAGE('main.mjs'));
-  });
+  for (const mode of process.env.WEBPTE_WEBPACK_DEV === '1' ? ['development', 'production'] : ['production']) {
+    test(`webpack 5 (${mode}${mode === 'production' ? ', minified' : ''})`, LONG, async (t) => {
+      const out = join(WORK, `webpack-${mode}`);
+      const t0 = performance.now();
+      const stats = await webpackBuild(out, mode);
+      timings.push(`webpack build (${mode}) ${(performance.now() - t0).toFixed(0)}`);
+      const emitted = Object.keys(stats.compilation.assets);
+      assert.ok(emitted.some((f) => f.endsWith('.wasm')) && emitted.some((f) => f.endsWith('.whl')), `webpack emitted ${emitted}`);
+      await checkBuilt(t, `webpack ${mode}`, out, PAGE('main.mjs'));
+    });
+  }
 
   test('esbuild (minified, dist/ copied beside the bundle)', LONG, async (t) => {
     const out = join(WORK, 'esbuild');
