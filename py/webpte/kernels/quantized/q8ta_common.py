@@ -20,7 +20,7 @@ from .._np import np
 from .quantize import QuantParams, f32, quantize_params, quantize_reference
 
 __all__ = ["QMIN", "QMAX", "requant_params", "require_int8", "check_zero_point",
-           "dequantize_ref", "requant_ref"]
+           "dequantize_ref", "requant_ref", "gemm_operands"]
 
 QMIN, QMAX = -128, 127
 
@@ -37,6 +37,20 @@ def require_int8(A, call, vids) -> None:
         if t.dtype.numpy_name != "int8":
             raise UnsupportedOpError(f"{A.op_name}: value {vid} is {t.dtype.numpy_name}; "
                                      f"q8ta ops take and give int8 only", [call.name])
+
+
+def gemm_operands(A, call, head, act: int, out: int) -> dict:
+    """The quantized operands the q8ta GEMMs (linear, conv) share, as Geometry fields:
+    `head` is their first nine arguments (x, input scale and zero point, W, weight sums,
+    weight scales, output scale and zero point, bias); `act` the activation's id."""
+    x, s_in, zp_in, w, sums, scales, s_out, zp_out, bias = head
+    require_int8(A, call, (x, w, out))
+    activation = A.str(act)
+    if activation not in ("none", "relu"):
+        raise A.unsupported(call, f"activation {activation!r} (only 'none' and 'relu')")
+    return dict(x=x, w=w, sums=sums, scales=scales, bias=None if A.is_null(bias) else bias,
+                out=out, in_scale=A.float(s_in), in_zp=A.int(zp_in), out_scale=A.float(s_out),
+                out_zp=A.int(zp_out), relu=activation == "relu")
 
 
 def check_zero_point(A, call, zp: int) -> None:

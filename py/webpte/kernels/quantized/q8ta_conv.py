@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ...errors import PlanError
 from ..registry import OpUnit
-from .q8ta_common import require_int8
+from .q8ta_common import gemm_operands
 from .q8ta_gemm import Geometry, check_geometry, gemm_reference, lower_gemm
 
 CONV = "et_vk.q8ta_conv2d.default"
@@ -46,16 +46,15 @@ def _pair(A, vid: int, what: str) -> tuple[int, int]:
 def geometry(A, call) -> Geometry:
     """The call as a Geometry (checked: shapes, dtypes, parameters)."""
     transposed = call.name == CONV_T
+    head, rest, (act, out) = call.args[:9], call.args[9:-2], call.args[-2:]
     if transposed:
-        (x, s_in, zp_in, w, sums, scales, s_out, zp_out, bias, ks, st, pad, opad, dil,
-         groups, act, out) = call.args
+        ks, st, pad, opad, dil, groups = rest
         out_pad = _pair(A, opad, "output_padding")
     else:
-        (x, s_in, zp_in, w, sums, scales, s_out, zp_out, bias, ks, st, pad, dil, groups,
-         act, out) = call.args
+        ks, st, pad, dil, groups = rest
         out_pad = (0, 0)
-    require_int8(A, call, (x, w, out))
-    tx, tw, to = A.tensor(x), A.tensor(w), A.tensor(out)
+    q = gemm_operands(A, call, head, act, out)
+    tx, tw, to = A.tensor(q["x"]), A.tensor(q["w"]), A.tensor(out)
     if len(tx.dims) != 4 or len(to.dims) != 4 or tx.dims[0] != to.dims[0]:
         raise A.unsupported(call, f"x {list(tx.dims)} and out {list(to.dims)} are not "
                                   f"[N, C, H, W] with the same N")
@@ -66,9 +65,6 @@ def geometry(A, call) -> Geometry:
     ph, pw = _pair(A, pad, "padding")
     dh, dw = _pair(A, dil, "dilation")
     g = A.int(groups)
-    activation = A.str(act)
-    if activation not in ("none", "relu"):
-        raise A.unsupported(call, f"activation {activation!r} (only 'none' and 'relu')")
     if min(kh, kw, sh, sw, dh, dw, g) < 1 or min(ph, pw) < 0 or ic % g or oc % g:
         raise A.unsupported(call, f"kernel {kh}x{kw}, stride {sh},{sw}, padding {ph},{pw}, "
                                   f"dilation {dh},{dw}, groups {g} for IC {ic}, OC {oc}")
@@ -94,10 +90,7 @@ def geometry(A, call) -> Geometry:
         raise PlanError(f"{A.op_name}: the convolution gives {list(want)} spatially, the "
                         f"output tensor has {[oh, ow]}")
     geo = Geometry(
-        x=x, w=w, sums=sums, scales=scales, bias=None if A.is_null(bias) else bias, out=out,
-        in_scale=A.float(s_in), in_zp=A.int(zp_in), out_scale=A.float(s_out),
-        out_zp=A.int(zp_out), relu=activation == "relu",
-        batch=n, oc=oc, oh=oh, ow=ow, ic=ic, ih=ih, iw=iw,
+        **q, batch=n, oc=oc, oh=oh, ow=ow, ic=ic, ih=ih, iw=iw,
         x_strides=(ic * ih * iw, ih * iw, iw, 1), kernel=(kh, kw), stride=(sh, sw),
         padding=(ph, pw), dilation=(dh, dw), groups=g, transposed=transposed,
         w_mode=mode, w_row=row)

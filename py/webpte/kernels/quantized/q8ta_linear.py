@@ -13,7 +13,7 @@ quantize (custom_ops_lib.py's reference: dequantize, float linear, quantize).
 from __future__ import annotations
 
 from ..registry import OpUnit
-from .q8ta_common import require_int8
+from .q8ta_common import gemm_operands
 from .q8ta_gemm import Geometry, check_geometry, gemm_reference, lower_gemm
 
 LINEAR = "et_vk.q8ta_linear.default"
@@ -23,22 +23,16 @@ _SIG = "Tq f i Tq Ti Tf f i Tf? s Tq"
 
 def geometry(A, call) -> Geometry:
     """The call as a Geometry (checked: shapes, dtypes, parameters)."""
-    x, s_in, zp_in, w, sums, scales, s_out, zp_out, bias, act, out = call.args
-    require_int8(A, call, (x, w, out))
-    tx, tw, to = A.tensor(x), A.tensor(w), A.tensor(out)
+    *head, act, out = call.args
+    q = gemm_operands(A, call, head, act, out)
+    tx, tw, to = A.tensor(q["x"]), A.tensor(q["w"]), A.tensor(out)
     if len(tw.dims) != 2 or not tx.dims or not to.dims or tx.dims[-1] != tw.dims[1] \
             or to.dims[-1] != tw.dims[0] or tuple(tx.dims[:-1]) != tuple(to.dims[:-1]):
         raise A.unsupported(call, f"shapes x {list(tx.dims)}, W {list(tw.dims)}, out "
                                   f"{list(to.dims)} are not x[..., K] W[N, K] -> out[..., N]")
     n, k = tw.dims
-    activation = A.str(act)
-    if activation not in ("none", "relu"):
-        raise A.unsupported(call, f"activation {activation!r} (only 'none' and 'relu')")
     geo = Geometry(
-        x=x, w=w, sums=sums, scales=scales, bias=None if A.is_null(bias) else bias, out=out,
-        in_scale=A.float(s_in), in_zp=A.int(zp_in), out_scale=A.float(s_out),
-        out_zp=A.int(zp_out), relu=activation == "relu",
-        batch=tx.numel // k if k else 0, oc=n, oh=1, ow=1, ic=k, ih=1, iw=1,
+        **q, batch=tx.numel // k if k else 0, oc=n, oh=1, ow=1, ic=k, ih=1, iw=1,
         x_strides=(k, 1, 0, 0), kernel=(1, 1), stride=(1, 1), padding=(0, 0),
         dilation=(1, 1), groups=1, transposed=False,
         w_mode="rows" if k % 4 == 0 else "bytes", w_row=k)
