@@ -1,7 +1,10 @@
 // Execute a Plan on navigator.gpu. Mirrors py/webpte/native/executor.py: everything is made
 // at load (buffers, pipelines with layout "auto", bind groups, MAP_READ staging buffers); a
 // call writes the inputs, records every dispatch in one compute pass, submits once and reads
-// back only the outputs. The executor knows nothing about ops.
+// back only the outputs, or only a readout's words (plan.readouts: a decoder's best token ids
+// and their logits, ranked on the device). Several calls (a prompt's windows) may share one
+// submit: their inputs are uploaded side by side first and each call copies its own into the
+// input buffers inside the command stream. The executor knows nothing about ops.
 
 import {
   AdapterError, AdapterLimitsError, DeviceLostError, DisposedError, NoWebGPUError, PlanError,
@@ -111,6 +114,11 @@ export class Executor {
     this.pipelines = [];
     this.bindGroups = [];
     this.staging = [];
+    /** @type {Map<number, {spec: object, bindGroups: GPUBindGroup[], staging: GPUBuffer}>} k -> readout */
+    this.readouts = new Map();
+    this.inputRing = null; // the inputs of several calls (grown by runCalls)
+    /** What calls did since load: submits, and bytes read back from the GPU. */
+    this.counters = { submits: 0, readBytes: 0 };
     this.lost = null;
     this.disposed = false;
     this.timings = null;
@@ -167,13 +175,23 @@ export class Executor {
     const t1 = performance.now();
     this.pipelines = await Promise.all(plan.kernels.map((k) => this.#pipeline(k)));
     const t2 = performance.now();
-    this.bindGroups = await this.#scoped('a bind group of the plan', () => plan.dispatches.map((d, i) => device.createBindGroup({
+    const bindGroup = (d, i) => device.createBindGroup({
       label: `dispatch ${i} ${d.op ?? ''}`,
       layout: this.pipelines[d.kernel].getBindGroupLayout(0),
       entries: d.bindings.map((b, j) => ({
         binding: j, resource: { buffer: this.buffers[b], offset: 0, size: plan.buffers[b].size },
       })),
-    })));
+    });
+    this.bindGroups = await this.#scoped('a bind group of the plan', () => plan.dispatches.map(bindGroup));
+    await this.#scoped('a readout of the plan', () => {
+      for (const spec of plan.readouts) {
+        this.readouts.set(spec.k, {
+          spec,
+          bindGroups: spec.dispatches.map(bindGroup),
+          staging: device.createBuffer({ size: spec.read_bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: `readout ${spec.k}` }),
+        });
+      }
+    });
     /** Milliseconds spent at load: buffers + uploads, kernels (compile + pipelines), bind groups. */
     this.timings = { buffers_ms: t1 - t0, pipelines_ms: t2 - t1, bind_groups_ms: performance.now() - t2 };
   }
@@ -264,41 +282,103 @@ export class Executor {
 
   /**
    * Run one call: write `inputs`, dispatch the whole plan in one compute pass, read the
-   * outputs. Calls are serialised; state (KV caches) persists until `reset()`.
+   * outputs (or, with `readout: k`, only the words of the plan's readout of k: k token ids
+   * then k float32 logits as bits; the id alone for k = 1). Calls are serialised; state (KV
+   * caches) persists until `reset()`.
    * @param {Array<ArrayBufferView | {data: ArrayBufferView, shape: number[]}>} inputs in the
    *   method's order (see `inputs`); int64 inputs may be BigInt64Array (narrowed to int32)
-   * @returns {Promise<ArrayBufferView[]>} one TypedArray per output, of the output's dtype
+   * @param {{readout?: number | null}} [options]
+   * @returns {Promise<ArrayBufferView[] | Uint32Array>} one TypedArray per output, of the
+   *   output's dtype; the readout's words with `readout`
    * @throws {InputError | DeviceLostError | DisposedError | PlanError}
    */
-  run(inputs) {
-    const call = this.tail.then(() => this.#run(inputs));
+  run(inputs, { readout = null } = {}) {
+    return this.runCalls([inputs], { readout });
+  }
+
+  /**
+   * Run several calls in order in one submit (a prompt's windows, which depend on each other
+   * only through state); gives what `run` gives for the last one.
+   * @param {Array<Array<ArrayBufferView | {data: ArrayBufferView, shape: number[]}>>} calls
+   * @param {{readout?: number | null}} [options]
+   * @returns {Promise<ArrayBufferView[] | Uint32Array>}
+   * @throws {InputError | DeviceLostError | DisposedError | PlanError}
+   */
+  runCalls(calls, { readout = null } = {}) {
+    const call = this.tail.then(() => this.#run(calls, readout));
     this.tail = call.catch(() => {});
     return call;
   }
 
-  async #run(inputs) {
-    this.#usable();
-    const { plan, device } = this;
+  #inputBytes(inputs) {
+    const { plan } = this;
     if (!Array.isArray(inputs) || inputs.length !== plan.inputs.length) {
       throw new InputError(`the method takes ${plan.inputs.length} inputs `
         + `(${plan.inputs.map(describeIO).join(', ')}), got ${Array.isArray(inputs) ? inputs.length : typeof inputs}`);
     }
-    const raws = inputs.map((a, i) => toStorage(a, plan.inputs[i], `input ${i}`));
-    await this.#scoped('the call', () => {
-      raws.forEach((raw, i) => device.queue.writeBuffer(this.buffers[plan.inputs[i].buffer], 0, raw));
-      const enc = device.createCommandEncoder();
-      const pass = enc.beginComputePass();
-      plan.dispatches.forEach((d, i) => {
-        pass.setPipeline(this.pipelines[d.kernel]);
-        pass.setBindGroup(0, this.bindGroups[i]);
-        pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
-      });
-      pass.end();
-      plan.outputs.forEach((o, j) => enc.copyBufferToBuffer(this.buffers[o.buffer], 0, this.staging[j], 0, this.staging[j].size));
-      device.queue.submit([enc.finish()]);
+    return inputs.map((a, i) => toStorage(a, plan.inputs[i], `input ${i}`));
+  }
+
+  #encodeCall(enc) {
+    const pass = enc.beginComputePass();
+    this.plan.dispatches.forEach((d, i) => {
+      pass.setPipeline(this.pipelines[d.kernel]);
+      pass.setBindGroup(0, this.bindGroups[i]);
+      pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
     });
+    pass.end();
+  }
+
+  async #run(calls, k) {
+    this.#usable();
+    const { plan, device } = this;
+    if (!Array.isArray(calls) || !calls.length) throw new InputError('runCalls needs a list of calls (input lists)');
+    const readout = k == null ? null : this.readouts.get(k);
+    if (k != null && !readout) throw new InputError(`the plan has readouts for k in [${[...this.readouts.keys()]}], not ${k}`);
+    const raws = calls.map((inputs) => this.#inputBytes(inputs));
+    await this.#scoped('the call', () => {
+      const enc = device.createCommandEncoder();
+      if (raws.length === 1) {
+        raws[0].forEach((raw, i) => device.queue.writeBuffer(this.buffers[plan.inputs[i].buffer], 0, raw));
+        this.#encodeCall(enc);
+      } else {
+        const size = raws.flat().reduce((n, raw) => n + raw.byteLength, 0);
+        if (!this.inputRing || this.inputRing.size < size) {
+          this.inputRing?.destroy();
+          this.inputRing = device.createBuffer({ size, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC, label: 'inputs of several calls' });
+        }
+        let at = 0;
+        for (const raw of raws.flat()) {
+          device.queue.writeBuffer(this.inputRing, at, raw);
+          at += raw.byteLength;
+        }
+        at = 0;
+        for (const call of raws) {
+          call.forEach((raw, i) => {
+            enc.copyBufferToBuffer(this.inputRing, at, this.buffers[plan.inputs[i].buffer], 0, raw.byteLength);
+            at += raw.byteLength;
+          });
+          this.#encodeCall(enc);
+        }
+      }
+      if (readout) {
+        const pass = enc.beginComputePass();
+        readout.spec.dispatches.forEach((d, i) => {
+          pass.setPipeline(this.pipelines[d.kernel]);
+          pass.setBindGroup(0, readout.bindGroups[i]);
+          pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+        });
+        pass.end();
+        enc.copyBufferToBuffer(this.buffers[readout.spec.buffer], 0, readout.staging, 0, readout.spec.read_bytes);
+      } else {
+        plan.outputs.forEach((o, j) => enc.copyBufferToBuffer(this.buffers[o.buffer], 0, this.staging[j], 0, this.staging[j].size));
+      }
+      device.queue.submit([enc.finish()]);
+      this.counters.submits += 1;
+    });
+    const staging = readout ? [readout.staging] : this.staging;
     try {
-      await Promise.all(this.staging.map((s) => s.mapAsync(GPUMapMode.READ)));
+      await Promise.all(staging.map((s) => s.mapAsync(GPUMapMode.READ)));
     } catch (err) {
       await this.#settleLoss();
       this.#usable(); // a lost device or a disposed program says so
@@ -306,9 +386,16 @@ export class Executor {
     }
     this.#usable();
     try {
-      return plan.outputs.map((o, j) => fromStorage(this.staging[j].getMappedRange(0, padded(storageBytes(o))), o));
+      if (readout) {
+        this.counters.readBytes += readout.spec.read_bytes;
+        return new Uint32Array(readout.staging.getMappedRange(0, readout.spec.read_bytes).slice(0));
+      }
+      return plan.outputs.map((o, j) => {
+        this.counters.readBytes += padded(storageBytes(o));
+        return fromStorage(this.staging[j].getMappedRange(0, padded(storageBytes(o))), o);
+      });
     } finally {
-      this.staging.forEach((s) => s.unmap());
+      staging.forEach((s) => s.unmap());
     }
   }
 
@@ -339,9 +426,13 @@ export class Executor {
   dispose() {
     if (this.disposed) return;
     this.disposed = true;
-    for (const b of [...this.buffers, ...this.staging]) b.destroy();
+    const readoutStaging = [...this.readouts.values()].map((r) => r.staging);
+    for (const b of [...this.buffers, ...this.staging, ...readoutStaging]) b.destroy();
+    this.inputRing?.destroy();
     this.buffers = [];
     this.staging = [];
+    this.readouts.clear();
+    this.inputRing = null;
     this.pipelines = [];
     this.bindGroups = [];
     this.device.removeEventListener?.('uncapturederror', this.onUncaptured);

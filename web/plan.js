@@ -57,13 +57,24 @@ export function parsePlan(planOrJson, { fileSize } = {}) {
   plan.kernels.forEach((k, i) => {
     if (typeof k?.wgsl !== 'string' || typeof k.entry !== 'string') fail(`kernel ${i} has no wgsl/entry`);
   });
-  plan.dispatches.forEach((d, i) => {
+  const checkDispatch = (d, i) => {
     if (!Number.isInteger(d?.kernel) || d.kernel < 0 || d.kernel >= plan.kernels.length) fail(`dispatch ${i} kernel ${d?.kernel}`);
     if (!Array.isArray(d.bindings)) fail(`dispatch ${i} bindings`);
     d.bindings.forEach((b, j) => buf(b, `dispatch ${i} binding ${j}`));
     if (!Array.isArray(d.workgroups) || d.workgroups.length !== 3 || !d.workgroups.every(isInt)) {
       fail(`dispatch ${i} workgroups ${JSON.stringify(d.workgroups)}`);
     }
+  };
+  plan.dispatches.forEach(checkDispatch);
+  // Device-side readouts of a decoder's logits (best k ids + logits): py/webpte/plan/model.py ReadoutSpec
+  plan.readouts ??= [];
+  if (!Array.isArray(plan.readouts)) fail('readouts is not a list');
+  plan.readouts.forEach((r, i) => {
+    if (!isInt(r?.k) || r.k === 0) fail(`readout ${i} k ${r?.k}`);
+    const b = buf(r.buffer, `readout ${i}`);
+    if (!isInt(r.read_bytes) || r.read_bytes === 0 || r.read_bytes % 4 || r.read_bytes > b.size) fail(`readout ${i} reads ${r.read_bytes} bytes of buffer ${b.id}`);
+    if (!Array.isArray(r.dispatches)) fail(`readout ${i} dispatches`);
+    r.dispatches.forEach((d, j) => checkDispatch(d, `${i}.${j}`));
   });
   for (const [key, list] of [['inputs', plan.inputs], ['outputs', plan.outputs]]) {
     list.forEach((io, i) => {
