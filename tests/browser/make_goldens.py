@@ -1,6 +1,7 @@
 """Goldens for the browser suite, written by the native (numpy) side.
 
-For every `tests/fixtures/*.pte` and `tests/fixtures/gemma4/*.pte` with its `.npz`: the calls
+For every `tests/fixtures/*.pte`, `tests/fixtures/gemma4/*.pte` and
+`tests/fixtures/gemma4_vision/*.pte` with its `.npz`: the calls
 (inputs and eager reference outputs) as raw little-endian tensors, and whether the program
 plans natively (and if not, which ops are missing). For a few synthetic graphs
 (GraphBuilder) that plan with the kernels that exist today: the Plan JSON, the constant blob,
@@ -203,6 +204,7 @@ def main(out_dir: str) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     programs = sorted(FIXTURES.glob("*.pte")) + sorted(FIXTURES.glob("gemma4/*.pte"))
+    programs += sorted(FIXTURES.glob("gemma4_vision/*.pte"))
     fixtures = [fixture_entry(out, p) for p in programs if p.with_suffix(".npz").exists()]
     synthetic = [synthetic_entry(out, n, m) for n, m in SYNTHETIC.items()]
     synthetic += handmade_entries(out)
