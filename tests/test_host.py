@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,9 @@ from webpte.host import (
     window_starts,
 )
 from webpte.host.files import SMOLVLM_FILES
+from webpte.host.prompt import Turn
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _covered(starts, rows):
@@ -206,3 +210,202 @@ def test_an_oversized_meta_file_is_refused_before_it_is_read(tmp_path):
     (tmp_path / META_NAME).write_bytes(b" " * (MAX_META_BYTES + 1))
     with pytest.raises(ModelFolderError, match="a meta file is at most"):
         resolve_model_folder(tmp_path, verify=False)
+
+
+# -- KV reuse: ring caches (sliding-window layers) and image identity ----------------------
+
+def _ring_contract():
+    from webpte.host.turn import Contract, Ring
+
+    return Contract(rows=4, max_context=128, sink_id=1, sink_token="<bos>",
+                    stop_ids=frozenset({2}), ring=Ring(window=8, rows=16))
+
+
+def _fed(starts, rows=4, ring_rows=16):
+    from webpte.host.turn import RingSlots
+
+    slots = RingSlots(ring_rows)
+    for s in starts:
+        slots.write(s, rows)
+    return slots
+
+
+def test_ring_reuse_keeps_a_prefix_only_while_the_ring_still_holds_what_it_sees():
+    from webpte.host.turn import extend_starts, prefill_windows
+
+    c = _ring_contract()
+    old = [1] + list(range(10, 59))                       # 50 positions fed, ring holds 34..49
+    slots = _fed(prefill_windows([], old, c)[1])
+    assert slots.held == list(range(48, 50)) + list(range(34, 48))
+    # Extending the conversation: the first new window (46..49 rewritten, then 50..) sees
+    # positions 39..45, all still in the ring.
+    assert prefill_windows(old, old + [7, 8, 9], c, slots) == (50, extend_starts(50, 53))
+    # A new prompt that leaves the old one at 41 (8 positions before its end): 34..40 held.
+    edit = old[:41] + [7] * 20
+    assert prefill_windows(old, edit, c, slots)[0] == 41
+    # Leaving it at 30: the first window would see 23..29, whose slots hold 39..45 now.
+    edit = old[:30] + [7] * 20
+    assert prefill_windows(old, edit, c, slots) == (0, extend_starts(0, 50))
+    # Unknown slots (a turn stopped while its windows ran): only position 0 is a safe start.
+    from webpte.host.turn import RingSlots
+
+    assert prefill_windows(old, old + [7], c, RingSlots(16))[0] == 0
+    # Without a ring (position-indexed caches) the token prefix alone decides.
+    from dataclasses import replace
+
+    assert prefill_windows(old, old[:30] + [7] * 20, replace(c, ring=None))[0] == 30
+
+
+def test_ring_facts_are_checked():
+    from webpte.host.turn import Ring, make_contract, ring_of_meta
+
+    assert ring_of_meta({}) is None
+    assert ring_of_meta({"sliding_window": 8, "ring_rows": 16}) == Ring(8, 16)
+    for bad in ({"sliding_window": 8}, {"sliding_window": 8, "ring_rows": 4},
+                {"sliding_window": "8", "ring_rows": 16}, {"sliding_window": 0, "ring_rows": 1}):
+        with pytest.raises(InputError, match="sliding_window and ring_rows"):
+            ring_of_meta(bad)
+    ids = {"<bos>": 1, "<eos>": 2}.get
+    with pytest.raises(InputError, match="cannot hold a 4-row window"):
+        make_contract(ids, 4, 64, "<bos>", ["<eos>"], Ring(8, 10))
+
+
+def test_image_identity_bounds_the_reused_prefix():
+    from webpte.host.turn import image_key, reusable_prefix
+
+    img = 9
+    cached = [1, 5, img, img, img, 6, 7, 8, img, img, img, 4]
+    a, b = image_key(b"a" * 12, (1, 3, 2)), image_key(b"b" * 12, (1, 3, 2))
+    assert a != b and a == image_key(b"a" * 12, (1, 3, 2))
+    assert a != image_key(b"a" * 12, (1, 2, 3))          # the same bytes in another shape
+    assert reusable_prefix(cached, cached, [a, b], [a, b], img) == len(cached)
+    assert reusable_prefix(cached, cached, [a, b], [a, a], img) == 8     # before image 2
+    assert reusable_prefix(cached, cached, [a, b], [b, b], img) == 2     # before image 1
+    assert reusable_prefix(cached, cached, [a], [a, b], img) == 8        # image 2 not cached
+    assert reusable_prefix(cached, cached) == len(cached)                 # no image token
+
+
+class _Logits:
+    """A stand-in for the page's Float32Array of logits: `to_memoryview` as Pyodide's."""
+
+    def __init__(self, vocab: int, best: int):
+        import array
+
+        self.values = array.array("f", [0.0] * vocab)
+        self.values[best] = 1.0
+
+    def to_memoryview(self):
+        return memoryview(self.values)
+
+
+def _page_session(ring=True):
+    from webpte.web_glue import ChatSession
+
+    vocab = {"<bos>": 1, "<end_of_turn>": 2, "<image>": 3}
+    manifest = {"sink_token": "<bos>", "stop_tokens": ["<end_of_turn>"],
+                "ring": {"window": 8, "rows": 16} if ring else None}
+    config = json.dumps({"bos_token": "<bos>", "chat_template": (
+        "{{ bos_token }}{% for m in messages %}{{ m['role'] }}:{{ m['content'] }};"
+        "{% endfor %}")})
+    s = ChatSession(json.dumps(manifest), config, lambda t: vocab.get(t, -1), 4, 128)
+    assert "ok" in json.loads(s.setup())
+    return s
+
+
+def _page_turn(s, ids, image=None, tokens=(), stop_after=None):
+    """Drive one page turn as model_worker.js does: begin, prefilled, step per token."""
+    out = json.loads(s.begin("q", image, ids, json.dumps({"max_new_tokens": len(tokens)})))
+    assert "ok" in out, out
+    s.prefilled()
+    for i, tok in enumerate(tokens):
+        step = json.loads(s.step(_Logits(64, tok)))["ok"]
+        assert step["token"] == tok
+        if stop_after == i:
+            break
+    else:
+        assert json.loads(s.step(_Logits(64, 5)))["ok"] == {"stop": "max_new_tokens"}
+    s.finish("answer")
+    return out["ok"]
+
+
+def test_page_session_tracks_the_ring_and_image_keys_like_the_native_one():
+    """web_glue.ChatSession (the page's Python) makes the host's decisions: reuse across the
+    ring only while the ring holds what the first window sees, and never past an image whose
+    key differs."""
+    s = _page_session()
+    old = [1] + list(range(10, 40))                       # 31 prompt positions
+    first = _page_turn(s, old, tokens=[20] * 19)           # ring runs to 49
+    assert first["reuse"] == 0
+    edited = old[:30] + [21] * 6                          # leaves the old turn at 30
+    assert _page_turn(s, edited, tokens=[22])["reuse"] == 0
+    follow = edited + [22, 23, 24]
+    assert _page_turn(s, follow)["reuse"] == len(edited) + 1
+    # A turn ended by a stop sequence leaves its last token's window perhaps run, not cached.
+    s = _page_session()
+    _page_turn(s, old, tokens=[20] * 5, stop_after=2)
+    assert _page_turn(s, old + [20, 20, 20, 25])["reuse"] == len(old) + 2
+    # Images: the same ids about another picture keep only the rows before it.
+    s = _page_session(ring=False)
+    key_a = json.loads(s.image_key(b"\x01" * 16, 2, 2))["ok"]
+    key_b = json.loads(s.image_key(b"\x02" * 16, 2, 2))["ok"]
+    ids = [1, 6, 3, 3, 3, 3, 7, 8, 9]
+    assert _page_turn(s, ids, key_a, tokens=[11])["images"] == [key_a]
+    assert "ok" in json.loads(s.set_history("[]"))
+    assert _page_turn(s, ids, key_b, tokens=[11])["reuse"] == 2
+    assert "ok" in json.loads(s.set_history("[]"))
+    assert _page_turn(s, ids, key_b, tokens=[11])["reuse"] == len(ids) - 1
+    # A history naming the picture by key: its turn holds it, so the prompt's images follow.
+    history = json.dumps([{"role": "user", "text": "q", "image": key_a},
+                          {"role": "assistant", "text": "a", "image": None}])
+    assert "ok" in json.loads(s.set_history(history))
+    assert _page_turn(s, ids + [1, 2, 3, 3, 3, 3, 4], key_b)["images"] == [key_a, key_b]
+    assert json.loads(s.set_history('[{"role": 1}]'))["error"]["name"] == "InputError"
+
+
+@pytest.fixture(scope="module")
+def tiny_vlm():
+    from conftest import _has_adapter
+
+    if reason := _has_adapter():
+        pytest.skip(reason)
+    from webpte.host import load_model
+
+    return load_model(FIXTURES / "tiny_vlm")
+
+
+def test_same_question_about_another_picture_does_not_reuse_its_rows(tiny_vlm, tmp_path):
+    """The tiny VLM: an edited conversation asks the same question about another picture.
+    The token ids are the same (64 <image> tokens either way); the image keys are not, so
+    the rows from the picture on are computed again and the answer is the from-scratch one.
+    The same picture again reuses everything but the newest row."""
+    from PIL import Image, ImageOps
+
+    picture = FIXTURES / "tiny_vlm" / "picture.png"
+    other = tmp_path / "other.png"
+    ImageOps.invert(Image.open(picture).convert("RGB")).save(other)
+    question = "What is in this picture?"
+
+    def scratch(image):
+        s = tiny_vlm.session()
+        s.reset()
+        s.ask(question, image, max_new_tokens=6)
+        return s.stats.token_ids
+
+    want_a, want_b = scratch(picture), scratch(other)
+    assert want_a != want_b, "the two pictures should give different answers"
+    s = tiny_vlm.session()
+    s.reset()
+    s.ask(question, picture, max_new_tokens=6)
+    ids = s.prompt_ids(s.turns[:1])
+    before_image = ids.index(tiny_vlm.image_id)
+    s.turns = []                                          # the user edits the conversation
+    s.ask(question, other, max_new_tokens=6)
+    assert s.stats.reused_rows == before_image and s.stats.vision_s > 0
+    assert s.stats.token_ids == want_b
+    s.turns = []
+    s.ask(question, other, max_new_tokens=6)
+    assert s.stats.reused_rows == len(ids) - 1 and s.stats.vision_s == 0
+    assert s.stats.token_ids == want_b
+    s.turns = [Turn("user", question, True, "not-a-key-of-this-session")]
+    with pytest.raises(InputError, match="has not seen"):
+        s.ask("And now?", max_new_tokens=1)

@@ -54,22 +54,24 @@ ROWS = 4            # rows per call (the window)
 PROMPT = 6          # prompt tokens
 LAST_POS = 19       # last position fed
 SEED = 2031
+CHAT_CONTEXT = 128  # positions of the model folder's decoder: room for a few chat turns
 
 
-def tiny_config() -> Gemma4_31BConfig:
+def tiny_config(max_seq_len: int = 32) -> Gemma4_31BConfig:
     """The 31B schema shrunk: ratios kept, widths/depth/vocab/window small."""
     return Gemma4_31BConfig(
         vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=6,
         num_attention_heads=8, num_key_value_heads=4, head_dim=16,
         num_global_key_value_heads=1, global_head_dim=32, attention_k_eq_v=True,
         full_partial_rotary_factor=0.25, rms_norm_eps=1e-6, final_logit_softcapping=30.0,
-        tie_word_embeddings=True, sliding_window=8, max_seq_len=32)
+        tie_word_embeddings=True, sliding_window=8, max_seq_len=max_seq_len)
 
 
-def build_stock(seed: int = SEED) -> Gemma4_31B:
-    """Gemma4_31B with seeded random weights, norm weights near 1, tied head."""
+def build_stock(seed: int = SEED, max_seq_len: int = 32) -> Gemma4_31B:
+    """Gemma4_31B with seeded random weights, norm weights near 1, tied head (the weights do
+    not depend on `max_seq_len`)."""
     torch.manual_seed(seed)
-    model = Gemma4_31B(tiny_config()).eval()
+    model = Gemma4_31B(tiny_config(max_seq_len)).eval()
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -254,7 +256,7 @@ def write_model_folder(out: Path) -> None:
     """A tiny Gemma 4 model folder (webpte_model.json layout) around the delegated decoder."""
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    stock = build_stock()
+    stock = build_stock(max_seq_len=CHAT_CONTEXT)
     cfg = stock.config
     module = ChatDecoder(stock).eval()
     example = (torch.zeros(1, ROWS, cfg.hidden_size), torch.tensor([0]))
@@ -275,7 +277,11 @@ def write_model_folder(out: Path) -> None:
             "decoder": "decoder.pte", "vision": None, "embed_tokens": "embed_tokens.i8.bin",
             "embed_scales": "embed_tokens.scale.f32.bin", "tokenizer": "tokenizer",
             "hidden_size": cfg.hidden_size, "sink_token": "<bos>",
-            "stop_tokens": ["<end_of_turn>"]}
+            "stop_tokens": ["<end_of_turn>"],
+            # The sliding layers' ring cache: the host's KV reuse must know which positions
+            # a query sees (the window) and where each position's row lives (mod ring_rows).
+            "sliding_window": cfg.sliding_window,
+            "ring_rows": int(stock.layers[0].self_attn.kv_cache.k_cache.shape[2])}
     (out / "webpte_model.json").write_text(json.dumps(meta, indent=1))
     print(f"model folder {out}: {time.perf_counter() - t0:.1f} s, decoder {len(data)} B, "
           f"{n_delegates} delegates, {sum(cpu.values())} CPU kernel calls", flush=True)

@@ -46,7 +46,7 @@ class WorkerModel {
     const folder = files ? new LocalFolder(files) : new UrlFolder(base);
     const booting = bootPython(emit);
     const meta = await findMeta(folder);
-    const { glue, pyodide } = await booting;
+    const { glue } = await booting;
     // undefined, not null: Pyodide hands JS null to Python as JsNull, undefined as None
     const manifest = callPy(() => glue.model_manifest(meta?.name ?? '', meta?.bytes ? text(meta.bytes) : undefined, folder.where),
       'reading the model folder');
@@ -63,7 +63,6 @@ class WorkerModel {
     try {
       m.decoder = await loadExecutor(file('decoder'), { fusion, emit });
       if (file('vision')) m.vision = await loadExecutor(file('vision'), { fusion, emit });
-      m.py = { glue, pyodide };
       m.setup(glue, file, await tokenizerClass());
     } catch (err) {
       m.dispose();
@@ -79,9 +78,10 @@ class WorkerModel {
     this.decoder = null;
     this.vision = null;
     this.session = null;
-    this.images = []; // image embeddings of the conversation, [rows, hidden] each
-    /** @type {Map<string, Float32Array>} vision rows of the chat API's images, by URL */
+    /** @type {Map<string, Float32Array>} vision rows ([rows, hidden]) by image key (Python's content hash) */
     this.imageRows = new Map();
+    /** @type {Map<string, string>} the key of each chat API image, by URL */
+    this.urlKeys = new Map();
   }
 
   setup(glue, file, Tokenizer) {
@@ -148,24 +148,24 @@ class WorkerModel {
       repetitionPenalty = 1, seed = null, history = null, stop = [] } = opts;
     if (typeof prompt !== 'string') throw new InputError('generate({prompt}) takes the question as a string');
     const session = this.session;
-    let images = this.images;
-    let vision_s = 0;
     const t = performance.now();
-    if (history) { // the chat API: the conversation comes with the request
-      images = [];
-      for (const m of history) if (m.image != null) images.push(await this.#imageByURL(m.image, opts.images));
-      this.#setTurns(history);
+    if (history) { // the chat API: the conversation comes with the request, images by URL
+      const turns = [];
+      for (const m of history) {
+        turns.push({ role: m.role, text: m.text, image: m.image == null ? null : await this.#imageByURL(m.image, opts.images) });
+      }
+      callPy(() => session.set_history(JSON.stringify(turns)), 'the chat history');
     }
-    let image = null;
-    if (opts.image) image = await this.#vision(opts.image);
-    else if (opts.imageKey != null) image = await this.#imageByURL(opts.imageKey, opts.images);
-    if (image) images = [...images, image];
-    vision_s = (performance.now() - t) / 1000;
-    const ids = this.tokenizer.encode(callPy(() => session.render(prompt, !!image), 'rendering the prompt'));
-    const rows = new PromptRows(this.table, ids, images, this.facts.image_id);
+    let key = null; // the image of this turn, known by its content (Python compares keys for reuse)
+    if (opts.image) key = await this.#imageKey(opts.image);
+    else if (opts.imageKey != null) key = await this.#imageByURL(opts.imageKey, opts.images);
+    const vision_s = (performance.now() - t) / 1000;
+    const ids = this.tokenizer.encode(callPy(() => session.render(prompt, key != null), 'rendering the prompt'));
     const options = JSON.stringify({ max_new_tokens: maxNewTokens, temperature, top_k: topK, top_p: topP,
       repetition_penalty: repetitionPenalty, seed });
-    const { reuse, starts } = callPy(() => session.begin(prompt, !!image, ids, options), 'starting the turn');
+    // undefined, not null: Pyodide hands JS null to Python as JsNull, undefined as None
+    const { reuse, starts, images } = callPy(() => session.begin(prompt, key ?? undefined, ids, options), 'starting the turn');
+    const rows = new PromptRows(this.table, ids, images.map((k) => this.imageRows.get(k)), this.facts.image_id);
     const stream = new TextStream(this.tokenizer);
     const answer = new StopText(stop);
     let stopReason = 'aborted';
@@ -184,7 +184,6 @@ class WorkerModel {
       prefilled = !signal?.aborted;
       if (prefilled) {
         callPy(() => session.prefilled(), 'the turn');
-        this.images = images;
         const t2 = performance.now();
         try {
           while (!signal?.aborted) {
@@ -226,35 +225,24 @@ class WorkerModel {
     return rows;
   }
 
-  /** Vision rows of the chat API's image `url`: computed once from the pixels the page sent. */
-  async #imageByURL(url, sent = {}) {
-    if (!this.imageRows.has(url)) {
-      if (!sent?.[url]) throw new InputError(`the image ${url.slice(0, 80)} was neither sent nor seen before; send the request again`);
-      this.imageRows.set(url, await this.#vision(sent[url]));
-    }
-    return this.imageRows.get(url);
+  /** The key (content hash, from Python) of `{data, height, width}` pixels; their vision rows are computed once per key. */
+  async #imageKey(pixels) {
+    const key = callPy(() => this.session.image_key(pixels.data, pixels.height, pixels.width), 'the image');
+    if (!this.imageRows.has(key)) this.imageRows.set(key, await this.#vision(pixels));
+    return key;
   }
 
-  /**
-   * The conversation before the new user message, as given by a chat request: Python's session
-   * renders it with the chat template and keeps the KV cache of the common token prefix.
-   * @param {{role: string, text: string, image: string | null}[]} history
-   */
-  #setTurns(history) {
-    const { glue, pyodide } = this.py;
-    const turns = history.map((m) => glue.Turn(m.role, m.text, m.image != null));
-    const list = pyodide.toPy(turns);
-    try {
-      this.session.turns = list;
-    } finally {
-      list.destroy();
-      for (const turn of turns) turn.destroy();
+  /** The key of the chat API's image `url`, from the pixels the page sent once for it. */
+  async #imageByURL(url, sent = {}) {
+    if (!this.urlKeys.has(url)) {
+      if (!sent?.[url]) throw new InputError(`the image ${url.slice(0, 80)} was neither sent nor seen before; send the request again`);
+      this.urlKeys.set(url, await this.#imageKey(sent[url]));
     }
+    return this.urlKeys.get(url);
   }
 
   async reset() {
     callPy(() => this.session.reset(), 'reset');
-    this.images = [];
     await this.decoder.executor.reset();
   }
 
@@ -263,8 +251,8 @@ class WorkerModel {
     this.vision?.executor.dispose();
     this.session?.destroy();
     this.decoder = this.vision = this.session = this.table = null;
-    this.images = [];
     this.imageRows.clear();
+    this.urlKeys.clear();
   }
 }
 

@@ -18,7 +18,16 @@ from .errors import InputError, WebpteError
 from .host.files import folder_manifest
 from .host.prompt import IMAGE_TOKEN, ChatTemplate, Turn
 from .host.sampling import Sampler, SamplingOptions
-from .host.turn import decode_window_start, make_contract, prefill_windows, stop_reason
+from .host.turn import (
+    Ring,
+    RingSlots,
+    decode_window_start,
+    image_key,
+    make_contract,
+    prefill_windows,
+    ring_of_meta,
+    stop_reason,
+)
 from .preflight import plan_needs
 from .program import _position_input, plan_method
 from .pte import read_program
@@ -134,7 +143,8 @@ def preflight_program(source, method: str = "forward", features=(), fusion: str 
 
 def model_manifest(meta_name: str, meta_text: str | None, where: str = "the model folder") -> str:
     """The files of a model folder and their pinned sha256 values (webpte.host.files), from
-    its meta file: `webpte_model.json` (text in `meta_text`) or `vlm_meta.json` (SmolVLM)."""
+    its meta file: `webpte_model.json` (text in `meta_text`) or `vlm_meta.json` (SmolVLM);
+    `ring`: the sliding layers' ring cache it declares (`{window, rows}`) or null."""
     def run():
         meta = None
         if meta_name != "vlm_meta.json" and meta_text is not None:
@@ -143,15 +153,19 @@ def model_manifest(meta_name: str, meta_text: str | None, where: str = "the mode
             except (ValueError, RecursionError) as e:   # RecursionError: nested too deep
                 raise InputError(f"{where}: {meta_name} is not valid JSON ({e}); fix or "
                                  f"re-download it") from e
-        return folder_manifest(meta_name, meta, where)
+        out = folder_manifest(meta_name, meta, where)
+        ring = ring_of_meta(meta, where) if isinstance(meta, dict) else None
+        out["ring"] = vars(ring) if ring else None
+        return out
     return _answer(run)
 
 
 class _Turn:
     """The turn being generated: its conversation, prompt ids and sampling state."""
 
-    def __init__(self, turns, ids, reuse, sampler, max_new_tokens):
-        self.turns, self.ids, self.reuse = turns, ids, reuse
+    def __init__(self, turns, ids, images, reuse, starts, sampler, max_new_tokens):
+        self.turns, self.ids, self.images, self.reuse = turns, ids, images, reuse
+        self.starts = starts
         self.sampler, self.max_new_tokens = sampler, max_new_tokens
         self.prefilled = False
         self.generated: list[int] = []
@@ -164,6 +178,7 @@ class ChatSession:
     the windows. Every method answers JSON `{"ok": ...}` or `{"error": {...}}`.
 
     `token_id(text)` looks a token up in the worker's tokenizer (a negative id: not there).
+    Images are known by their content keys (`image_key`); the worker keeps their vision rows.
     """
 
     def __init__(self, manifest_json: str, config_text: str, token_id, rows: int,
@@ -175,6 +190,8 @@ class ChatSession:
         self.chat = self.contract = self.image_id = None
         self.turns: list[Turn] = []
         self.cached: list[int] = []   # token id at each position whose K/V is valid
+        self.cached_images: list[str] = []  # keys of the images among those positions
+        self.slots: RingSlots | None = None  # what the ring cache holds (a ring decoder)
         self.turn: _Turn | None = None
 
     def token_id(self, token: str) -> int | None:
@@ -194,10 +211,38 @@ class ChatSession:
             self.image_id = self.token_id(IMAGE_TOKEN)
             self.chat = ChatTemplate(config, has_images=self.image_id is not None)
             m = self.manifest
+            ring = Ring(**m["ring"]) if m.get("ring") else None
             self.contract = make_contract(self.token_id, self.rows, self.max_context,
-                                          m["sink_token"], m["stop_tokens"])
+                                          m["sink_token"], m["stop_tokens"], ring)
+            self.slots = self._fresh_slots()
             return {"sink_id": self.contract.sink_id, "stop_ids": sorted(self.contract.stop_ids),
                     "image_id": self.image_id, "image_rows": self.chat.image_rows}
+        return _answer(run)
+
+    def _fresh_slots(self) -> RingSlots | None:
+        ring = self.contract.ring
+        return RingSlots(ring.rows) if ring else None
+
+    def image_key(self, data, height: int, width: int) -> str:
+        """`{"ok": key}`: the identity of an image the page sent (`data`: its RGBA bytes at
+        the vision program's size), which turns hold and reuse compares."""
+        raw = data.to_bytes() if hasattr(data, "to_bytes") else bytes(data)  # a JsProxy
+        return _answer(lambda: image_key(raw, (int(height), int(width), 4)))
+
+    def set_history(self, history_json: str) -> str:
+        """The conversation before the next user message, as a chat request gives it:
+        `[{role, text, image: key | null}]`. The cache keeps the longest prefix of its rows
+        that this conversation renders to (next `begin`)."""
+        def run():
+            try:
+                history = json.loads(history_json)
+                turns = [Turn(str(m["role"]), str(m["text"]), m.get("image") is not None,
+                              None if m.get("image") is None else str(m["image"]))
+                         for m in history]
+            except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+                raise InputError(f"the chat history is not a list of {{role, text, image}}: "
+                                 f"{e}") from e
+            self.turns = turns
         return _answer(run)
 
     def render(self, question: str, image: bool = False) -> str:
@@ -205,10 +250,11 @@ class ChatSession:
         return _answer(lambda: self.chat.render(
             self.turns + [Turn("user", str(question), bool(image))], add_generation_prompt=True))
 
-    def begin(self, question: str, image: bool, ids, options_json: str) -> str:
-        """Start a turn whose prompt tokenizes to `ids`: `{reuse, starts}` (positions kept from
-        earlier turns, window starts to feed). Raises ContextFullError, or InputError when the
-        prompt does not start with the attention sink."""
+    def begin(self, question: str, image: str | None, ids, options_json: str) -> str:
+        """Start a turn (about the image of key `image`, or none) whose prompt tokenizes to
+        `ids`: `{reuse, starts, images}` (positions kept from earlier turns, window starts to
+        feed, the keys of the prompt's images in order). Raises ContextFullError, or
+        InputError when the prompt does not start with the attention sink."""
         def run():
             try:   # options and ids come from the page's caller: any JSON, any list
                 opts = json.loads(options_json)
@@ -225,11 +271,18 @@ class ChatSession:
                 raise InputError(f"generate(): {e}") from e
             if max_new < 0:
                 raise InputError(f"maxNewTokens must be >= 0, got {max_new}")
-            turns = self.turns + [Turn("user", str(question), bool(image))]
-            reuse, starts = prefill_windows(self.cached, ids_list, self.contract)
-            self.turn = _Turn(turns, ids_list, reuse, Sampler(sampling), max_new)
-            self.cached = self.cached[:reuse]  # rows past the prefix are rewritten from here on
-            return {"reuse": reuse, "starts": starts}
+            key = None if image is None else str(image)
+            turns = self.turns + [Turn("user", str(question), key is not None, key)]
+            keys = [t.image_key for t in turns if t.image]
+            if any(k is None for k in keys):
+                raise InputError("a turn of the conversation holds an image without its key")
+            reuse, starts = prefill_windows(self.cached, ids_list, self.contract, self.slots,
+                                            cached_images=self.cached_images, images=keys,
+                                            image_id=self.image_id)
+            self.turn = _Turn(turns, ids_list, keys, reuse, starts, Sampler(sampling), max_new)
+            # Rows past the prefix are rewritten from here on; the prefix's images are `keys`'.
+            self.cached, self.cached_images = self.cached[:reuse], keys
+            return {"reuse": reuse, "starts": starts, "images": keys}
         return _answer(run)
 
     def prefilled(self) -> str:
@@ -237,6 +290,9 @@ class ChatSession:
         t = self.turn
         t.prefilled = True
         self.turns, self.cached = t.turns, list(t.ids)
+        if self.slots is not None:
+            for s in t.starts:
+                self.slots.write(s, self.rows)
         return _answer(lambda: None)
 
     def step(self, logits) -> str:
@@ -244,6 +300,7 @@ class ChatSession:
         token, feed the window at start) or `{"stop": reason}`."""
         t = self.turn
         if t.pending is not None:   # the previous token went through the decoder
+            self._fed_pending(t)
             self.cached.append(t.pending)
             t.pending = None
         c = self.contract
@@ -260,14 +317,28 @@ class ChatSession:
         return json.dumps({"ok": {"token": token,
                                   "start": decode_window_start(len(self.cached) + 1, c)}})
 
+    def _fed_pending(self, t: _Turn) -> None:
+        """The window of the pending token (at position len(cached)) ran."""
+        if self.slots is not None:
+            self.slots.write(decode_window_start(len(self.cached) + 1, self.contract), self.rows)
+
     def finish(self, answer: str) -> str:
         """End the turn: the answer (decoded by the worker) joins the conversation. A turn
-        stopped before its prompt was fed leaves the conversation as it was."""
+        stopped before its prompt was fed leaves the conversation as it was (and the ring's
+        slots unknown: some of its windows may have run)."""
         t, self.turn = self.turn, None
         if t is not None and t.prefilled:
             self.turns = t.turns + [Turn("assistant", str(answer).strip())]
+            if t.pending is not None:
+                # Its window may have run: count its rows as written. The token is not
+                # cached, so no later turn reuses that position before feeding it again.
+                self._fed_pending(t)
+        elif t is not None:
+            self.slots = self._fresh_slots()
         return _answer(lambda: None)
 
     def reset(self) -> str:
-        self.turns, self.cached, self.turn = [], [], None
+        self.turns, self.cached, self.cached_images, self.turn = [], [], [], None
+        if self.contract is not None:
+            self.slots = self._fresh_slots()
         return _answer(lambda: None)

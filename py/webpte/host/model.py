@@ -9,7 +9,7 @@ from ..errors import InputError
 from .embeddings import EmbeddingTable
 from .files import ModelFiles, resolve_model_folder
 from .prompt import IMAGE_TOKEN, ChatFormat
-from .turn import make_contract
+from .turn import make_contract, ring_of_meta
 
 
 class Model:
@@ -38,9 +38,10 @@ class Model:
         self.image_size, image_rows = self._vision_shapes() if self.vision else (None, None)
         self.chat = ChatFormat(files.tokenizer, **({"image_rows": image_rows}
                                                    if image_rows else {}))
+        ring = ring_of_meta(files.meta) if files.layout == "webpte" else None
         self.contract = make_contract(lambda t: self.chat.token_id(t, required=False),
                                       self.rows, self.max_context, files.sink_token,
-                                      files.stop_tokens)
+                                      files.stop_tokens, ring)
         self.sink_id = self.contract.sink_id
         self.stop_ids = set(self.contract.stop_ids)
         self.image_id = self.chat.token_id(IMAGE_TOKEN, required=False)

@@ -43,6 +43,7 @@ class Turn:
     role: str            # "user" | "assistant" | "system"
     text: str
     image: bool = False  # a user turn with one image before its text
+    image_key: str | None = None  # that image's identity (turn.image_key), compared for reuse
 
 
 def _raise(message):

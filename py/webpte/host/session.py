@@ -1,7 +1,8 @@
 """A conversation with a windowed decoder: prompt -> windows -> logits -> tokens.
 
-The KV cache lives in the decoder program. A session remembers which token sits at
-each cached position, so a follow-up turn only computes the rows that changed.
+The KV cache lives in the decoder program. A session remembers which token (and, for image
+rows, which picture) sits at each cached position and, for a ring cache, which position each
+ring slot holds, so a follow-up turn only computes the rows that changed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ..errors import InputError
 from .embeddings import splice_rows
 from .prompt import Turn
 from .sampling import Sampler, SamplingOptions
-from .turn import decode_window_start, prefill_windows, stop_reason
+from .turn import RingSlots, decode_window_start, image_key, prefill_windows, stop_reason
 
 
 @dataclass
@@ -40,18 +41,41 @@ class GenerationStats:
 
 
 class Session:
-    """One conversation. `generate()` streams text pieces; `stats` describes the last turn."""
+    """One conversation. `generate()` streams text pieces; `stats` describes the last turn.
+
+    `turns` is the conversation; it may be replaced by a list of `Turn`s (an edited history)
+    whose images are ones this session has seen (their `image_key`)."""
 
     def __init__(self, model):
         self.model = model
         self.turns: list[Turn] = []
-        self.images: list = []        # (1, 64, hidden) embeddings, one per image turn
+        self.image_rows: dict[str, object] = {}  # (1, rows, hidden) vision embeddings by key
         self.cached: list[int] = []   # token id at each position whose K/V is valid
+        self.cached_images: list[str] = []  # keys of the images among those positions
+        self.slots = self._fresh_slots()
         self.stats = GenerationStats()
 
+    def _fresh_slots(self) -> RingSlots | None:
+        ring = self.model.contract.ring
+        return RingSlots(ring.rows) if ring else None
+
     def reset(self) -> None:
-        self.turns, self.images, self.cached = [], [], []
+        self.turns, self.cached, self.cached_images, self.image_rows = [], [], [], {}
+        self.slots = self._fresh_slots()
         self.model.decoder.reset()
+
+    @property
+    def images(self) -> list:
+        """The vision embeddings of the conversation's image turns, in order."""
+        return [self.image_rows[k] for k in self._image_keys(self.turns)]
+
+    def _image_keys(self, turns: list[Turn]) -> list[str]:
+        keys = [t.image_key for t in turns if t.image]
+        if any(k not in self.image_rows for k in keys):
+            raise InputError("a turn of the conversation holds an image this session has not "
+                             "seen (no image_key of a generate() call); ask about it with "
+                             "generate(question, image)")
+        return keys
 
     def _embed(self, ids):
         import numpy as np
@@ -61,8 +85,9 @@ class Session:
         if m.image_id is not None:
             where = [i for i, t in enumerate(ids) if t == m.image_id]
             if where:
-                rows = (np.concatenate([e.reshape(-1, m.hidden) for e in self.images])
-                        if self.images else np.zeros((0, m.hidden), np.float32))
+                images = self.images
+                rows = (np.concatenate([e.reshape(-1, m.hidden) for e in images])
+                        if images else np.zeros((0, m.hidden), np.float32))
                 embeds = splice_rows(embeds, where, rows)
         return embeds
 
@@ -70,8 +95,15 @@ class Session:
         import numpy as np
 
         rows = self.model.rows
-        return self.model.decoder.run(embeds[None, start:start + rows].astype(np.float32),
-                                      np.array([start], np.int64))[0]
+        try:
+            out = self.model.decoder.run(embeds[None, start:start + rows].astype(np.float32),
+                                         np.array([start], np.int64))[0]
+        except BaseException:
+            self.slots = self._fresh_slots()  # the window may have written some of its rows
+            raise
+        if self.slots is not None:
+            self.slots.write(start, rows)
+        return out
 
     def prompt_ids(self, turns: list[Turn]) -> list[int]:
         m = self.model
@@ -84,21 +116,28 @@ class Session:
 
         m = self.model
         stats = self.stats = GenerationStats()
-        images = list(self.images)
+        key = None
         if image is not None:
             if m.vision is None:
                 raise InputError(f"model {m.name} has no vision program; it takes text only")
             from .image import preprocess_image
 
-            t0 = time.perf_counter()
-            images.append(m.vision.run(preprocess_image(image, m.image_size))[0])
-            stats.vision_s = time.perf_counter() - t0
-        turns = self.turns + [Turn("user", question, image is not None)]
+            pixels = preprocess_image(image, m.image_size)
+            key = image_key(pixels.tobytes(), pixels.shape)
+            if key not in self.image_rows:
+                t0 = time.perf_counter()
+                self.image_rows[key] = m.vision.run(pixels)[0]
+                stats.vision_s = time.perf_counter() - t0
+        turns = self.turns + [Turn("user", question, key is not None, key)]
         ids = self.prompt_ids(turns)
-        reuse, starts = prefill_windows(self.cached, ids, m.contract)
-        self.images, self.turns = images, turns
+        keys = self._image_keys(turns)
+        reuse, starts = prefill_windows(self.cached, ids, m.contract, self.slots,
+                                        cached_images=self.cached_images, images=keys,
+                                        image_id=m.image_id)
+        self.turns = turns
         embeds = self._embed(ids)
-        self.cached = self.cached[:reuse]  # rows past the prefix are rewritten from here on
+        # Rows past the prefix are rewritten from here on; the prefix's images are `keys`'.
+        self.cached, self.cached_images = self.cached[:reuse], keys
         t0 = time.perf_counter()
         logits = None
         for s in starts:

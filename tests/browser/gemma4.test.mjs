@@ -1,0 +1,94 @@
+// Tier 2, the tiny Gemma 4 model folder (tests/fixtures/gemma4/model: ring-cache sliding
+// layers, Gemma's turn format) in headless Chromium through loadModel / generate and
+// chat.completions.create. Greedy ids in the page must equal the native GPU's and the numpy
+// interpreter's (tests/fixtures/gemma4/chat_expected.json, written by
+// tests/browser/make_gemma4_generations.py and checked against both by tests/test_gemma4_chat.py),
+// and the page must make the host's reuse decisions: a follow-up across the ring keeps the rows
+// the ring still holds, a turn after a long stripped answer is fed from position 0. Needs dist/.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openSuitePage } from './browser.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const FOLDER = join(ROOT, 'tests/fixtures/gemma4/model');
+const LONG = { timeout: 300_000 };
+
+assert.ok(existsSync(join(ROOT, 'dist/index.js')), 'dist/ is missing: run `npm run build` first');
+const native = JSON.parse(readFileSync(join(ROOT, 'tests/fixtures/gemma4/chat_expected.json'), 'utf8'));
+// Score margin (the logits are O(10)) within which another driver's float sums may pick the
+// runner-up: only there may the page's ids leave the native ones, and not after.
+const NEAR_TIE = 0.02;
+
+let s;
+before(async () => {
+  s = await openSuitePage({ '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'), '/gemma4/': FOLDER });
+  const err = await s.page.evaluate(async () => suite.errorOf((async () => { window.model = await suite.webpte.loadModel('/gemma4/'); })()));
+  assert.equal(err, null, JSON.stringify(err));
+});
+after(async () => { await s?.close(); });
+
+/** The page's ids against the native ones: equal, or equal up to a genuine native near-tie. */
+function sameIds(t, got, want, what) {
+  assert.deepEqual(want.reference_token_ids, want.token_ids, `${what}: native GPU and interpreter differ`);
+  const at = got.tokenIds.findIndex((id, k) => id !== want.token_ids[k]);
+  if (at >= 0 && want.gaps[at] <= NEAR_TIE) {
+    assert.deepEqual(got.tokenIds.slice(0, at), want.token_ids.slice(0, at), what);
+    t.diagnostic(`${what}: near-tie at token ${at} (native margin ${want.gaps[at].toFixed(4)})`);
+    return false;
+  }
+  assert.deepEqual(got.tokenIds, want.token_ids, `${what}: page ${JSON.stringify(got.tokenIds)}`);
+  return true;
+}
+
+describe('the tiny Gemma 4 folder chats in the page with the native ids', () => {
+  test('the folder loads: Gemma turn format, 128 positions, window plan', async () => {
+    const info = await s.page.evaluate(() => ({ name: window.model.name, maxContext: window.model.maxContext, vision: window.model.hasVision }));
+    assert.deepEqual(info, { name: 'gemma4-tiny-random', maxContext: 128, vision: false });
+  });
+
+  native.conversations.filter((c) => !c.history.length).forEach((conv, i) => {
+    test(`generate() conversation ${i + 1}: ${conv.turns.map((x) => JSON.stringify(x.prompt)).join(' then ')}`, LONG, async (t) => {
+      const got = await s.page.evaluate(async ({ turns, penalty }) => {
+        await window.model.reset();
+        const out = [];
+        for (const { prompt, max_new_tokens: maxNewTokens } of turns) {
+          let done = null;
+          for await (const ev of window.model.generate({ prompt, maxNewTokens, repetitionPenalty: penalty })) if (ev.type === 'done') done = ev;
+          out.push(done);
+        }
+        return out;
+      }, { turns: conv.turns, penalty: conv.repetition_penalty });
+      for (const [j, g] of got.entries()) {
+        const want = conv.turns[j];
+        assert.equal(g.promptRows, want.prompt_rows, `turn ${j + 1} prompt rows`);
+        assert.equal(g.reusedRows, want.reused_rows, `turn ${j + 1} reused rows (native ${want.reused_rows})`);
+        assert.equal(g.computedRows, want.computed_rows, `turn ${j + 1} computed rows`);
+        if (!sameIds(t, g, want, `turn ${j + 1} (${want.prompt})`)) break;
+        assert.equal(g.stopReason, want.stop_reason);
+      }
+    });
+  });
+
+  native.conversations.filter((c) => c.history.length).forEach((conv) => {
+    test('chat.completions.create with a given history gives the native ids', LONG, async (t) => {
+      const [want] = conv.turns;
+      const got = await s.page.evaluate(async ({ history, prompt, max, penalty }) => {
+        await window.model.reset();
+        const messages = [...history.map(([role, content]) => ({ role, content })), { role: 'user', content: prompt }];
+        const c = await window.model.chat.completions.create({ messages, max_tokens: max, temperature: 0, repetition_penalty: penalty });
+        return c.webpte.tokenIds ? { ...c.webpte, promptRows: c.usage.prompt_tokens } : c;
+      }, { history: conv.history, prompt: want.prompt, max: want.max_new_tokens, penalty: conv.repetition_penalty });
+      assert.equal(got.promptRows, want.prompt_rows);
+      sameIds(t, got, want, `chat (${want.prompt})`);
+    });
+  });
+});
+
+describe('network', () => {
+  test('no request left 127.0.0.1', () => {
+    assert.deepEqual(s.blocked, []);
+  });
+});
