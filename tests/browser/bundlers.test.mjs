@@ -1,10 +1,10 @@
 // Tier 2, the npm package with webpack and esbuild (Vite: bundler.test.mjs): the same minimal
 // app (tests/bundler/app/) with the same packed tarball installed offline, built for production
-// (minified) by webpack 5 with its defaults (tests/bundler/app/webpack.config.js) and by esbuild
+// (minified) by webpack 5 with ES module output (tests/bundler/app/webpack.config.js) and by esbuild
 // with the package's dist/ copied beside the bundle (tests/bundler/app/esbuild.mjs), each
 // served by a plain static server. In headless Chromium: the fixture program within tolerance
 // and a truncated program as PteFormatError; no request may leave 127.0.0.1. SmolLM2 generation
-// through a bundle is bundler.test.mjs's (Vite): it would add over a minute per bundler here.
+// through a bundle is bundler.test.mjs's (Vite): here it took 94 s for esbuild (a loaded machine).
 // WEBPTE_WEBPACK_DEV=1 also checks webpack's development build (eval'd modules; about 10 s more).
 // Needs `npm run build` (dist/).
 import { after, before, describe, test } from 'node:test';
