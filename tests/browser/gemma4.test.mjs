@@ -4,7 +4,9 @@
 // interpreter's (tests/fixtures/gemma4/chat_expected.json, written by
 // tests/browser/make_gemma4_generations.py and checked against both by tests/test_gemma4_chat.py),
 // and the page must make the host's reuse decisions: a follow-up across the ring keeps the rows
-// the ring still holds, a turn after a long stripped answer is fed from position 0. Needs dist/.
+// the ring still holds, a turn after a long stripped answer is fed from position 0. Images are
+// known by content (the tiny VLM, tests/fixtures/tiny_vlm): the same question about another
+// picture keeps only the rows before it and gives the from-scratch answer. Needs dist/.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -24,7 +26,10 @@ const NEAR_TIE = 0.02;
 
 let s;
 before(async () => {
-  s = await openSuitePage({ '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'), '/gemma4/': FOLDER });
+  s = await openSuitePage({
+    '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'), '/gemma4/': FOLDER,
+    '/tiny-vlm/': join(ROOT, 'tests/fixtures/tiny_vlm'),
+  });
   const err = await s.page.evaluate(async () => suite.errorOf((async () => { window.model = await suite.webpte.loadModel('/gemma4/'); })()));
   assert.equal(err, null, JSON.stringify(err));
 });
@@ -84,6 +89,63 @@ describe('the tiny Gemma 4 folder chats in the page with the native ids', () => 
       assert.equal(got.promptRows, want.prompt_rows);
       sameIds(t, got, want, `chat (${want.prompt})`);
     });
+  });
+});
+
+describe('which image a turn held (the tiny VLM)', () => {
+  test('the same text about another picture reuses only the rows before it and answers from scratch; the same picture reuses its rows', LONG, async () => {
+    const tiny = JSON.parse(readFileSync(join(ROOT, 'tests/fixtures/tiny_vlm/expected.json'), 'utf8'));
+    const question = tiny.questions[0];
+    const out = await s.page.evaluate(async ({ question, max }) => {
+      const model = await suite.webpte.loadModel('/tiny-vlm/');
+      const asDataURL = (blob) => new Promise((res) => { const r = new FileReader(); r.onload = () => res(r.result); r.readAsDataURL(blob); });
+      try {
+        const picture = await (await fetch('/tiny-vlm/picture.png')).blob();
+        const bitmap = await createImageBitmap(picture);
+        const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
+        const ctx = canvas.getContext('2d');
+        ctx.drawImage(bitmap, 0, 0);
+        const px = ctx.getImageData(0, 0, bitmap.width, bitmap.height);
+        for (let i = 0; i < px.data.length; i += 4) for (let c = 0; c < 3; c++) px.data[i + c] = 255 - px.data[i + c];
+        ctx.putImageData(px, 0, 0);
+        const other = await canvas.convertToBlob({ type: 'image/png' });
+        const ask = async (image) => {
+          let done = null;
+          for await (const ev of model.generate({ prompt: question, image, maxNewTokens: max })) if (ev.type === 'done') done = ev;
+          return done;
+        };
+        const chat = async (url) => (await model.chat.completions.create({
+          messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }, { type: 'text', text: question }] }],
+          max_tokens: max, temperature: 0,
+        })).webpte;
+        await model.reset();
+        const scratchA = await ask(picture);
+        await model.reset();
+        const scratchB = await ask(other);
+        await model.reset();
+        const [urlA, urlB] = [await asDataURL(picture), await asDataURL(other)];
+        const chatA = await chat(urlA);
+        const chatB = await chat(urlB); // the same messages but the picture: an edited request
+        const chatBAgain = await chat(urlB);
+        return { scratchA, scratchB, chatA, chatB, chatBAgain };
+      } finally {
+        await model.dispose();
+      }
+    }, { question, max: 6 });
+    const ids = tiny.prompt_ids[0];
+    const counts = new Map();
+    for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);
+    const [imageId] = [...counts].find(([, n]) => n === 64); // the <image> token, 64 rows
+    const beforeImage = ids.indexOf(imageId);
+    assert.equal(beforeImage, 8, 'the prompt holds 8 rows before its 64 image rows');
+    assert.deepEqual(out.scratchA.tokenIds, tiny.answer_ids[0].slice(0, 6), 'picture: the native interpreter\'s ids');
+    assert.notDeepEqual(out.scratchB.tokenIds, out.scratchA.tokenIds, 'the two pictures give different answers');
+    assert.deepEqual(out.chatA.tokenIds, out.scratchA.tokenIds);
+    assert.equal(out.chatB.reusedRows, beforeImage, 'the other picture\'s rows were computed again');
+    assert.ok(out.chatB.visionSeconds > 0);
+    assert.deepEqual(out.chatB.tokenIds, out.scratchB.tokenIds, 'the other picture gets its from-scratch answer');
+    assert.equal(out.chatBAgain.reusedRows, ids.length - 1, 'the same picture again reuses every row but the newest');
+    assert.deepEqual(out.chatBAgain.tokenIds, out.scratchB.tokenIds);
   });
 });
 
