@@ -126,7 +126,7 @@ export class Model {
     this.disposed = false;
     /** @private @type {Set<AbortController>} generations in flight (dispose stops them) */
     this.running = new Set();
-    /** @private @type {Set<string>} image URLs whose vision rows the worker holds */
+    /** @private @type {Set<string>} data:/blob: image URLs (fixed content) whose pixels the worker holds */
     this.imagesSent = new Set();
     /**
      * OpenAI-style chat completions (web/chat.js): `model.chat.completions.create({messages, stream, ...})`.
@@ -183,14 +183,19 @@ export class Model {
     return { data: new Uint8Array(px.data), height: h, width: w };
   }
 
-  /** A chat request (chat.js `chatRequest`) as worker events: images by URL, sent once each. */
+  /**
+   * A chat request (chat.js `chatRequest`) as worker events: images by URL. A data: or blob: URL
+   * names fixed content and is sent once; any other URL is fetched for every request, since what
+   * it serves may change (the worker knows images by a hash of their pixels, and runs the
+   * vision program once per picture).
+   */
   async *#chatEvents(req, { signal }) {
     if (this.disposed) throw new DisposedError('this model was disposed; load it again');
     const urls = [...req.history.map((m) => m.image), req.image].filter((u) => u != null);
     const images = {};
     const transfer = [];
     for (const url of new Set(urls)) {
-      if (this.imagesSent.has(url)) continue;
+      if (this.imagesSent.has(url)) continue; // only data: and blob: URLs are kept
       let blob;
       try {
         blob = await (await fetch(url)).blob();
@@ -204,7 +209,7 @@ export class Model {
     try {
       yield* this.#events(content, { transfer, signal });
     } finally {
-      for (const url of Object.keys(images)) this.imagesSent.add(url);
+      for (const url of Object.keys(images)) if (/^(data|blob):/i.test(url)) this.imagesSent.add(url);
     }
   }
 

@@ -232,12 +232,10 @@ class WorkerModel {
     return key;
   }
 
-  /** The key of the chat API's image `url`, from the pixels the page sent once for it. */
+  /** The key of the chat API's image `url`: of the pixels sent with this request, else of those sent before. */
   async #imageByURL(url, sent = {}) {
-    if (!this.urlKeys.has(url)) {
-      if (!sent?.[url]) throw new InputError(`the image ${url.slice(0, 80)} was neither sent nor seen before; send the request again`);
-      this.urlKeys.set(url, await this.#imageKey(sent[url]));
-    }
+    if (sent?.[url]) this.urlKeys.set(url, await this.#imageKey(sent[url]));
+    else if (!this.urlKeys.has(url)) throw new InputError(`the image ${url.slice(0, 80)} was neither sent nor seen before; send the request again`);
     return this.urlKeys.get(url);
   }
 

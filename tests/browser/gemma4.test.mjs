@@ -9,7 +9,7 @@
 // picture keeps only the rows before it and gives the from-scratch answer. Needs dist/.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSuitePage } from './browser.mjs';
@@ -19,6 +19,9 @@ const FOLDER = join(ROOT, 'tests/fixtures/gemma4/model');
 const LONG = { timeout: 300_000 };
 
 assert.ok(existsSync(join(ROOT, 'dist/index.js')), 'dist/ is missing: run `npm run build` first');
+const CHANGING = join(ROOT, 'build/web-test/changing'); // a same-origin image whose content changes
+mkdirSync(CHANGING, { recursive: true });
+copyFileSync(join(ROOT, 'tests/fixtures/tiny_vlm/picture.png'), join(CHANGING, 'pic.png'));
 const native = JSON.parse(readFileSync(join(ROOT, 'tests/fixtures/gemma4/chat_expected.json'), 'utf8'));
 // Score margin (the logits are O(10)) within which another driver's float sums may pick the
 // runner-up: only there may the page's ids leave the native ones, and not after.
@@ -28,7 +31,7 @@ let s;
 before(async () => {
   s = await openSuitePage({
     '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'), '/gemma4/': FOLDER,
-    '/tiny-vlm/': join(ROOT, 'tests/fixtures/tiny_vlm'),
+    '/tiny-vlm/': join(ROOT, 'tests/fixtures/tiny_vlm'), '/changing/': CHANGING,
   });
   const err = await s.page.evaluate(async () => suite.errorOf((async () => { window.model = await suite.webpte.loadModel('/gemma4/'); })()));
   assert.equal(err, null, JSON.stringify(err));
@@ -92,6 +95,7 @@ describe('the tiny Gemma 4 folder chats in the page with the native ids', () => 
   });
 });
 
+let otherAnswer = null; // the inverted picture and its from-scratch ids, from the first image test
 describe('which image a turn held (the tiny VLM)', () => {
   test('the same text about another picture reuses only the rows before it and answers from scratch; the same picture reuses its rows', LONG, async () => {
     const tiny = JSON.parse(readFileSync(join(ROOT, 'tests/fixtures/tiny_vlm/expected.json'), 'utf8'));
@@ -127,7 +131,8 @@ describe('which image a turn held (the tiny VLM)', () => {
         const chatA = await chat(urlA);
         const chatB = await chat(urlB); // the same messages but the picture: an edited request
         const chatBAgain = await chat(urlB);
-        return { scratchA, scratchB, chatA, chatB, chatBAgain };
+        const bytes = new Uint8Array(await other.arrayBuffer());
+        return { scratchA, scratchB, chatA, chatB, chatBAgain, otherPng: Array.from(bytes) };
       } finally {
         await model.dispose();
       }
@@ -146,6 +151,29 @@ describe('which image a turn held (the tiny VLM)', () => {
     assert.deepEqual(out.chatB.tokenIds, out.scratchB.tokenIds, 'the other picture gets its from-scratch answer');
     assert.equal(out.chatBAgain.reusedRows, ids.length - 1, 'the same picture again reuses every row but the newest');
     assert.deepEqual(out.chatBAgain.tokenIds, out.scratchB.tokenIds);
+    otherAnswer = { png: Buffer.from(out.otherPng), ids: out.scratchB.tokenIds, a: out.scratchA.tokenIds, beforeImage };
+  });
+
+  test('a same-origin image URL is fetched for every request: new content there is a new picture', LONG, async () => {
+    assert.ok(otherAnswer, 'needs the test above');
+    const request = (max) => s.page.evaluate(async ({ question, max }) => {
+      window.vlm ??= await suite.webpte.loadModel('/tiny-vlm/');
+      const c = await window.vlm.chat.completions.create({
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: '/changing/pic.png' } }, { type: 'text', text: question }] }],
+        max_tokens: max, temperature: 0,
+      });
+      return c.webpte;
+    }, { question: JSON.parse(readFileSync(join(ROOT, 'tests/fixtures/tiny_vlm/expected.json'), 'utf8')).questions[0], max });
+    try {
+      const first = await request(6);
+      writeFileSync(join(CHANGING, 'pic.png'), otherAnswer.png);
+      const second = await request(6);
+      assert.deepEqual(first.tokenIds, otherAnswer.a, 'the picture as first served');
+      assert.equal(second.reusedRows, otherAnswer.beforeImage, 'the new content was not taken for the old picture');
+      assert.deepEqual(second.tokenIds, otherAnswer.ids, 'the new content gets its from-scratch answer');
+    } finally {
+      await s.page.evaluate(async () => { await window.vlm?.dispose(); window.vlm = null; });
+    }
   });
 });
 
