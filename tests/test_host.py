@@ -409,3 +409,32 @@ def test_same_question_about_another_picture_does_not_reuse_its_rows(tiny_vlm, t
     s.turns = [Turn("user", question, True, "not-a-key-of-this-session")]
     with pytest.raises(InputError, match="has not seen"):
         s.ask("And now?", max_new_tokens=1)
+
+
+def test_position_indexed_caches_reuse_any_token_prefix_exactly(tiny_vlm):
+    """SmolVLM/SmolLM2-recipe decoders index their caches by position and mask later ones,
+    so rows an earlier, longer turn left past the reused prefix are never seen: the token
+    prefix alone decides (no ring), and the reused logits are the from-scratch ones."""
+    import numpy as np
+
+    from webpte.host.turn import prefill_windows
+
+    m = tiny_vlm
+    assert m.contract.ring is None
+
+    def feed(ids, starts):
+        embeds = m.embeddings(ids).astype(np.float32)
+        for s in starts:
+            (logits,) = m.decoder.run(embeds[None, s:s + m.rows], np.array([s], np.int64))
+        return logits.reshape(-1)
+
+    old = m.chat.encode("<|im_start|>User: hi there, a long first turn that runs on and on")
+    new = m.chat.encode("<|im_start|>User: hi no")
+    m.decoder.reset()
+    feed(old, prefill_windows([], old, m.contract)[1])
+    reuse, starts = prefill_windows(old, new, m.contract)
+    assert 0 < reuse < len(new) and len(old) - reuse > 40
+    reused = feed(new, starts)
+    m.decoder.reset()
+    scratch = feed(new, prefill_windows([], new, m.contract)[1])
+    np.testing.assert_array_equal(reused, scratch)

@@ -16,6 +16,8 @@ special_tokens_map.json) and a meta file. Two layouts are recognised:
      "hidden_size": 576, "sink_token": "<|im_start|>",
      "stop_tokens": ["<|im_end|>"], "sha256": {"decoder_q8.pte": "...", ...}}
 
+A decoder with sliding-window layers on a ring cache (Gemma 4) also declares
+`"sliding_window": 8, "ring_rows": 16` (host.turn.ring_of_meta): KV reuse depends on them.
 Anything absent is derived from the tokenizer files and the program's constant methods.
 """
 
