@@ -360,6 +360,7 @@ def test_page_session_tracks_the_ring_and_image_keys_like_the_native_one():
     assert "ok" in json.loads(s.set_history(history))
     assert _page_turn(s, ids + [1, 2, 3, 3, 3, 3, 4], key_b)["images"] == [key_a, key_b]
     assert json.loads(s.set_history('[{"role": 1}]'))["error"]["name"] == "InputError"
+    assert json.loads(s.begin("q", True, ids, "{}"))["error"]["name"] == "InputError"
 
 
 @pytest.fixture(scope="module")

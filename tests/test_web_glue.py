@@ -152,8 +152,8 @@ def test_chat_session_follows_the_turn_decisions():
     assert facts["ok"] == {"sink_id": 1, "stop_ids": [2], "image_id": None, "image_rows": 64}
     assert _ok(s.render("Hi")) == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
     ids = [1, 5, 6, 7, 8, 9]
-    assert _ok(s.begin("Hi", False, ids, json.dumps({"max_new_tokens": 3}))) == \
-        {"reuse": 0, "starts": [0, 2]}
+    begun = _ok(s.begin("Hi", False, ids, json.dumps({"max_new_tokens": 3})))
+    assert (begun["reuse"], begun["starts"], begun["images"]) == (0, [0, 2], [])
     _ok(s.prefilled())
     assert _ok(s.step(_logits(4))) == {"token": 4, "start": 3}   # window 3..6 feeds position 6
     assert _ok(s.step(_logits(3))) == {"token": 3, "start": 4}

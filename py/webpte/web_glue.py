@@ -250,11 +250,12 @@ class ChatSession:
         return _answer(lambda: self.chat.render(
             self.turns + [Turn("user", str(question), bool(image))], add_generation_prompt=True))
 
-    def begin(self, question: str, image: str | None, ids, options_json: str) -> str:
-        """Start a turn (about the image of key `image`, or none) whose prompt tokenizes to
-        `ids`: `{reuse, starts, images}` (positions kept from earlier turns, window starts to
-        feed, the keys of the prompt's images in order). Raises ContextFullError, or
-        InputError when the prompt does not start with the attention sink."""
+    def begin(self, question: str, image: str | bool | None, ids, options_json: str) -> str:
+        """Start a turn (about the image of key `image`; None or False: none) whose prompt
+        tokenizes to `ids`: `{reuse, starts, images}` (positions kept from earlier turns,
+        window starts to feed, the keys of the prompt's images in order). Raises
+        ContextFullError, or InputError when the prompt does not start with the attention
+        sink."""
         def run():
             try:   # options and ids come from the page's caller: any JSON, any list
                 opts = json.loads(options_json)
@@ -271,7 +272,10 @@ class ChatSession:
                 raise InputError(f"generate(): {e}") from e
             if max_new < 0:
                 raise InputError(f"maxNewTokens must be >= 0, got {max_new}")
-            key = None if image is None else str(image)
+            if not (image is None or image is False or isinstance(image, str)):
+                raise InputError("begin() takes the turn's image key (ChatSession.image_key) "
+                                 f"or None, not {image!r:.40}")
+            key = image or None
             turns = self.turns + [Turn("user", str(question), key is not None, key)]
             keys = [t.image_key for t in turns if t.image]
             if any(k is None for k in keys):
