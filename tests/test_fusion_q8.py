@@ -23,8 +23,8 @@ DUAL = "fused:linear_q8+linear_q8+add"
 PROGRAMS = {
     "decoder_q8_tiny.pte": (254, 85, 55, 15),    # 6 duals take their consumer's chain
     "tiny_vlm/decoder_q8.pte": (254, 85, 55, 15),
-    "vision_q8_tiny.pte": (216, 121, 119, 1),   # one 4-row pair; 64-row pairs stay tiled
-    "tiny_vlm/vision_q8.pte": (118, 68, 68, 0),  # every pair has > 8 rows
+    "vision_q8_tiny.pte": (216, 121, 95, 13),   # one 4-row pair, 12 tiled (64 rows)
+    "tiny_vlm/vision_q8.pte": (118, 68, 54, 7),  # every pair has > 8 rows: tiled
 }
 
 
@@ -86,10 +86,16 @@ CASES = [
     pytest.param(dict(m=7, k=12, n=1, bias=False, alpha=0.5), id="7x12x1-alpha"),
     pytest.param(dict(m=8, k=16, n=9, bias=True), id="8x16x9-bias"),
 ]
+# > 8 rows: workgroup tiles (linear_q8_dual_tiled), partial tiles in both directions.
+TILED_CASES = [
+    pytest.param(dict(m=9, k=36, n=5, bias=False), id="9x36x5-tiled"),
+    pytest.param(dict(m=33, k=100, n=131, bias=True, swap=True), id="33x100x131-bias-swap"),
+    pytest.param(dict(m=70, k=52, n=67, bias=True, alpha=0.5), id="70x52x67-alpha"),
+]
 
 
 @pytest.mark.parametrize("features", VARIANTS)
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", CASES + TILED_CASES)
 def test_dual_pair_exact(gpu, features, case):
     if features:
         require_dot4()
@@ -120,11 +126,10 @@ def test_dual_pair_variants_render():
     assert "vec4<u32>" in portable   # K % 16 == 0: 16 bytes per load
 
 
-def test_pairs_used_elsewhere_or_too_tall_are_not_fused():
-    g, _ = _pair_graph(m=4, k=36, n=5, bias=False, shared_output=True)
-    assert DUAL not in [d.op for d in lower(g).dispatches]
-    g, _ = _pair_graph(m=9, k=36, n=5, bias=False)   # tiled path: stays unfused
-    assert len(lower(g).dispatches) == 3
+def test_pairs_used_elsewhere_are_not_fused():
+    for m in (4, 70):   # the column kernel and the tiled one
+        g, _ = _pair_graph(m=m, k=36, n=5, bias=False, shared_output=True)
+        assert DUAL not in [d.op for d in lower(g).dispatches]
     g, _ = _pair_graph(m=4, k=36, n=5, bias=False)
     assert len(lower(g, fuse="elementwise").dispatches) == 3
     assert len(lower(g, fuse=False).dispatches) == 3
@@ -187,10 +192,15 @@ EPILOGUES = [   # case, dispatches fused (the dual's label), fused dispatches, u
     pytest.param(dict(m=2, k=16, n=5, chain="add", bias=True), "", 2, 4,
                  id="2x16x5-bias-no-room"),
 ]
+TILED_EPILOGUES = [
+    pytest.param(dict(m=70, k=36, n=67, chain="add"), "add", 1, 4, id="70x36x67-add"),
+    pytest.param(dict(m=17, k=28, n=11, chain="add_mul_r"), "add+mul", 1, 5,
+                 id="17x28x11-add-mul-r"),
+]
 
 
 @pytest.mark.parametrize("features", VARIANTS)
-@pytest.mark.parametrize("case,ops,n_fused,n_unfused", EPILOGUES)
+@pytest.mark.parametrize("case,ops,n_fused,n_unfused", EPILOGUES + TILED_EPILOGUES)
 def test_dual_epilogue_exact(gpu, features, case, ops, n_fused, n_unfused):
     if features:
         require_dot4()

@@ -10,8 +10,10 @@ linears plan nothing. Each accumulator is dequantized exactly as linear_q8_skinn
 then combined with the add's own element expression, so the result is bit-identical to
 the three separate dispatches.
 
-Covered: int8 inputs, up to SKINNY_ROWS rows (decoder windows); many rows, float inputs
-(in-kernel quantization) and pairs with two different bias constants stay unfused.
+Covered: int8 inputs; up to SKINNY_ROWS rows (decoder windows) one column per invocation,
+more rows (the vision tower) in workgroup tiles (linear_q8_dual_tiled: each staged W word
+serves both passes). Float inputs (in-kernel quantization) and pairs with two different bias
+constants stay unfused.
 
 Epilogue: when the sum's only consumer is the next node and starts a chain of elementwise
 ops (the decoder's residual add), each op's result used once, by the next node, the chain
@@ -41,6 +43,7 @@ from ..kernels.quantized.linear_q8 import (
     decode_variant,
     linear_cost,
     splitk_kernel,
+    tiling,
 )
 from ..kernels.quantized.linear_q8 import NAME as LINEAR
 from ..kernels.quantized.quantize import f32
@@ -97,7 +100,7 @@ def _linear_shape(graph: Graph, call) -> tuple[int, int, int] | None:
         zero_point = Args(graph).int(zp)
     except PlanError:
         return None
-    if not 0 < m <= SKINNY_ROWS or not -256 <= zero_point <= 255:
+    if m <= 0 or not -256 <= zero_point <= 255:
         return None
     for vid, kind in ((sums, "i32"), (scales, "f32")) + (
             ((bias, "f32"),) if graph.values[bias] is not None else ()):
@@ -193,11 +196,26 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
         params += code["words"]
         epilogue["zero_word"] = code["zero"]   # the opaque zero of `stored` and the chain
         label += "+" + epilogue["ops"]
+    if pair.m > SKINNY_ROWS and not pair.epilogue:
+        params.append(0)   # the opaque zero of the tiled kernel's `stored`
     bufs += [L.params(*params), L.buf(out)]
     if len(bufs) > MAX_BINDINGS:
         raise PlanError(f"dual linear at node {pair.add}: {len(bufs)} bindings")
     cost = linear_cost(pair.m, pair.n, pair.k, 2, 1, 2 + (bias_buf is not None),
                        4 * pair.m * pair.n * len(pair.epilogue_inputs))
+    if pair.m > SKINNY_ROWS:
+        t = tiling(pair.m, pair.k // 4)
+        tile_m, tile_n = t["ty"] * t["rm"], t["tx"] * t["rn"]
+        groups = (-(-pair.n // tile_n), -(-pair.m // tile_m), 1)
+        if max(groups) > 65535:
+            raise PlanError(f"dual linear at node {pair.add}: {groups} workgroups")
+        kern = L.kernel("fused/linear_q8_dual_tiled", m=pair.m, n=pair.n, k=pair.k,
+                        kw=pair.k // 4, dot4=DOT4_FEATURE in L.features,
+                        has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
+                        add=pair.add_element, epilogue=epilogue, tile_m=tile_m, tile_n=tile_n,
+                        zero_word=epilogue["zero_word"] if epilogue else len(params) - 1, **t)
+        L.dispatch(kern, bufs, groups, label=label, cost=cost)
+        return
     variant = decode_variant(L.features)
     if variant != "skinny":
         kern, groups = splitk_kernel(L, variant, pair.m, pair.n, pair.k, 2, x_float=False,
