@@ -45,7 +45,7 @@ def _check_calls(prog, path: Path, backend: str) -> list[np.ndarray]:
 
 
 def test_fixtures_exist():
-    assert {p.stem for p in PROGRAMS} >= {"gemma4_vision_stock"}
+    assert {p.stem for p in PROGRAMS} >= {"gemma4_vision_stock", "gemma4_vision_q8"}
     assert all(p.with_suffix(".npz").exists() for p in PROGRAMS)
     assert all(p.stat().st_size < 2 << 20 for p in PROGRAMS)
 

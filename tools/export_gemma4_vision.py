@@ -1,6 +1,6 @@
 """Export a reduced Gemma 4 vision encoder the way ExecuTorch's own Gemma 4 exporter does
-(dev-only: needs torch, executorch 1.5.1 and transformers >= 5.5 with `models/gemma4`; nothing
-under py/ imports this).
+(dev-only: needs torch, executorch 1.5.1 and a transformers with `models/gemma4`, the export
+extra's 5.24.0; nothing under py/ imports this).
 
     python tools/export_gemma4_vision.py [--out tests/fixtures/gemma4_vision] [--only NAME ...]
 
@@ -10,11 +10,12 @@ The module is ExecuTorch's `_HFVisionEncoderWithProjection` (executorch 1.5.1,
 position table as int8 per channel, looked up by a one-hot matmul), exported with static
 shapes. The config is the 31B schema's vision encoder shrunk but keeping its structure: 2-D
 axial rope theta 100 over the patch positions, head_dim 12 of width 48 (72 of 1152: 4 heads
-instead of 16), per-head qk-norm (parameter-free on v), gated gelu_tanh FFN (179: the 4304/1152
-ratio), pre+post RMSNorm eps 1e-6, the 3x3 position pooler with its sqrt(width) scale, and
-the projector `embed_vision` into the width (64) of the reduced Gemma 4 decoder of
-tools/export_gemma4.py. Attention is HF's SDPA path, the default of a model loaded with
-`from_pretrained` as ExecuTorch loads it. Weights are seeded random.
+instead of 16), per-head qk-norm (parameter-free on v), gated gelu_tanh FFN (180: the
+4304/1152 ratio, a multiple of 4 as 4304 is; ExecuTorch 1.5.1's Vulkan int8 linear fusion
+fails on other widths), pre+post RMSNorm eps 1e-6, the 3x3 position pooler with its
+sqrt(width) scale, and the projector `embed_vision` into the width (64) of the reduced Gemma 4
+decoder of tools/export_gemma4.py. Attention is HF's SDPA path, the default of a model loaded
+with `from_pretrained` as ExecuTorch loads it. Weights are seeded random.
 
 `forward(pixel_values [1, 36, 192] f32, pixel_position_ids [1, 36, 2] i64) ->
 (embeddings [1, 4, 64] f32, mask [1, 4] bool)`: 36 patches of 8x8 RGB pixels in [0, 1], their
@@ -25,8 +26,9 @@ Fixtures (NAME.pte + NAME.npz with `call{i}_input_{j}` / `call{i}_output_{j}`):
 - gemma4_vision_stock: the module through `WebGPUPartitioner()`: several delegates with
   portable kernel calls between them (the padding `any`, the pooler's `max.dim`, the mask's
   `index.Tensor`, SDPA's scalar multiplies, ...).
-- gemma4_vision_q8: the same with every linear (the projector too) as the SmolVLM decoder's
-  two-pass int8 linear (tools/decoder_model.py), calibrated on the reference calls.
+- gemma4_vision_q8: the same with every linear (the patch and output projections too) as the
+  SmolVLM decoder's two-pass int8 linear (tools/decoder_model.py), calibrated on the
+  reference calls.
 
 The calls: four images of different patch grids (6x3 and 3x9 padded, 6x6 and 12x3 full).
 """
@@ -71,7 +73,7 @@ GRIDS = [(6, 3), (6, 6), (3, 9), (12, 3)]   # (width, height) in patches of each
 def vision_config() -> Gemma4VisionConfig:
     """The 31B schema's vision encoder shrunk: ratios kept, width/depth/patches small."""
     cfg = Gemma4VisionConfig(
-        hidden_size=48, intermediate_size=179, num_hidden_layers=2, num_attention_heads=4,
+        hidden_size=48, intermediate_size=180, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=4, head_dim=12, rms_norm_eps=1e-6, patch_size=PATCH,
         position_embedding_size=16, pooling_kernel_size=3,
         rope_parameters={"rope_type": "axial", "rope_theta": 100.0})
@@ -133,9 +135,27 @@ class _Embeddings(nn.Module):
         return []
 
 
+class _PatchProjection(nn.Module):
+    """HF's patch embedder casts the pixels to `input_proj.weight.dtype`, which a two-pass
+    int8 linear does not have: this one says float32 (its weight scales' dtype)."""
+
+    def __init__(self, q8: nn.Module):
+        super().__init__()
+        self.q8 = q8
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.q8.weight_scales
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.q8(x)
+
+
 def _q8(module: nn.Module) -> nn.Module:
-    """Every linear (the projector too) as the two-pass int8 linear, swapped in place."""
+    """Every linear (the patch and output projections too) as the two-pass int8 linear,
+    swapped in place, calibrated on the reference calls."""
     quantize_q8(_Embeddings(module), sequence())
+    module.patch_embedder.input_proj = _PatchProjection(module.patch_embedder.input_proj)
     return module
 
 
