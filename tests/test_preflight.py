@@ -60,6 +60,8 @@ def test_needs_come_from_the_flatbuffer_regions_and_agree_with_the_plan(path):
     # the weights stay out: Python read the header and flatbuffers only
     consts = sum(b.size for b in plan.buffers if b.init and b.init["kind"] == "file")
     assert out["bytes_read"] <= out["file_size"] - consts // 2, (out["bytes_read"], consts)
+    # the plan made from the ranges is the load's plan: the page does not plan twice
+    assert out["planned"]["plan"] == plan.to_json()
 
 
 def test_workgroup_needs_are_the_largest_kernel_used():

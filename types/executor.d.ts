@@ -65,6 +65,18 @@ export class Executor {
     pipelines: any[];
     bindGroups: any[];
     staging: any[];
+    /** @type {Map<number, {spec: object, bindGroups: GPUBindGroup[], staging: GPUBuffer}>} k -> readout */
+    readouts: Map<number, {
+        spec: object;
+        bindGroups: GPUBindGroup[];
+        staging: GPUBuffer;
+    }>;
+    inputRing: any;
+    /** What calls did since load: submits, and bytes read back from the GPU. */
+    counters: {
+        submits: number;
+        readBytes: number;
+    };
     lost: any;
     disposed: boolean;
     timings: {
@@ -79,16 +91,36 @@ export class Executor {
     get outputs(): any;
     /**
      * Run one call: write `inputs`, dispatch the whole plan in one compute pass, read the
-     * outputs. Calls are serialised; state (KV caches) persists until `reset()`.
+     * outputs (or, with `readout: k`, only the words of the plan's readout of k: k token ids
+     * then k float32 logits as bits; the id alone for k = 1). Calls are serialised; state (KV
+     * caches) persists until `reset()`.
      * @param {Array<ArrayBufferView | {data: ArrayBufferView, shape: number[]}>} inputs in the
      *   method's order (see `inputs`); int64 inputs may be BigInt64Array (narrowed to int32)
-     * @returns {Promise<ArrayBufferView[]>} one TypedArray per output, of the output's dtype
+     * @param {{readout?: number | null}} [options]
+     * @returns {Promise<ArrayBufferView[] | Uint32Array>} one TypedArray per output, of the
+     *   output's dtype; the readout's words with `readout`
      * @throws {InputError | DeviceLostError | DisposedError | PlanError}
      */
     run(inputs: Array<ArrayBufferView | {
         data: ArrayBufferView;
         shape: number[];
-    }>): Promise<ArrayBufferView[]>;
+    }>, { readout }?: {
+        readout?: number | null;
+    }): Promise<ArrayBufferView[] | Uint32Array>;
+    /**
+     * Run several calls in order in one submit (a prompt's windows, which depend on each other
+     * only through state); gives what `run` gives for the last one.
+     * @param {Array<Array<ArrayBufferView | {data: ArrayBufferView, shape: number[]}>>} calls
+     * @param {{readout?: number | null}} [options]
+     * @returns {Promise<ArrayBufferView[] | Uint32Array>}
+     * @throws {InputError | DeviceLostError | DisposedError | PlanError}
+     */
+    runCalls(calls: Array<Array<ArrayBufferView | {
+        data: ArrayBufferView;
+        shape: number[];
+    }>>, { readout }?: {
+        readout?: number | null;
+    }): Promise<ArrayBufferView[] | Uint32Array>;
     /**
      * Zero the persistent state (KV caches), after the calls already made.
      * @returns {Promise<void>}

@@ -118,7 +118,7 @@ export class Model {
     disposed: boolean;
     /** @private @type {Set<AbortController>} generations in flight (dispose stops them) */
     private running;
-    /** @private @type {Set<string>} image URLs whose vision rows the worker holds */
+    /** @private @type {Set<string>} data:/blob: image URLs (fixed content) whose pixels the worker holds */
     private imagesSent;
     /**
      * OpenAI-style chat completions (web/chat.js): `model.chat.completions.create({messages, stream, ...})`.

@@ -39,4 +39,18 @@ export function preflightModel(folder: import("./files.js").UrlFolder | LocalFol
     cache?: boolean;
     limits?: Record<string, number> | null;
 }): Promise<{}>;
+/**
+ * The plan a preflight made, for the downloaded `bytes` of the same file (the same size, and
+ * the same bytes wherever Python read ranges), so the load does not plan the program again;
+ * null when there is none or the file differs. It is taken out of `preflighted` (stats keep
+ * the figures, not the plan).
+ * @param {object | null} preflighted preflightProgram's answer
+ * @param {ArrayBuffer} bytes
+ * @returns {{plan: string, position_input: number[] | null, dynamic: boolean} | null}
+ */
+export function takePlan(preflighted: object | null, bytes: ArrayBuffer): {
+    plan: string;
+    position_input: number[] | null;
+    dynamic: boolean;
+} | null;
 import { LocalFolder } from './files.js';

@@ -40,6 +40,12 @@ export function callPy(call: () => string, what: string): any;
  */
 export function sharedDevice(needed: Record<string, number>): Promise<any>;
 /**
+ * What the planner is told about this browser: its WGSL language features (kernel variants,
+ * e.g. dot4 int8, depend on them) and `adapter_type:CPU|GPU`.
+ * @returns {Promise<string[]>}
+ */
+export function planFeatures(): Promise<string[]>;
+/**
  * Plan (in Python, unless `plan` is given) and upload one method of a program file.
  * Emits plan, upload, compile (kernels), but not ready.
  * @param {ArrayBuffer} bytes the .pte file

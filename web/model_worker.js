@@ -10,7 +10,7 @@ import { DisposedError, InputError, ModelFolderError } from './errors.js';
 import { EmbeddingTable, PromptRows } from './embeddings.js';
 import { LocalFolder, UrlFolder, findMeta, readModelFiles } from './files.js';
 import { pixelValues } from './image.js';
-import { preflightModel } from './preflight.js';
+import { preflightModel, takePlan } from './preflight.js';
 import { bootPython, callPy, loadExecutor } from './runtime.js';
 import { TextStream, TextTokenizer } from './tokenizer.js';
 
@@ -61,8 +61,14 @@ class WorkerModel {
     };
     const m = new WorkerModel(manifest);
     try {
-      m.decoder = await loadExecutor(file('decoder'), { fusion, emit });
-      if (file('vision')) m.vision = await loadExecutor(file('vision'), { fusion, emit });
+      // A program the preflight planned from the same file's ranges is not planned again.
+      const load = (role) => {
+        const plan = takePlan(preflighted?.[role], file(role));
+        if (plan) emit({ stage: 'plan' });
+        return loadExecutor(file(role), { fusion, emit, plan });
+      };
+      m.decoder = await load('decoder');
+      if (file('vision')) m.vision = await load('vision');
       m.setup(glue, file, await tokenizerClass());
     } catch (err) {
       m.dispose();
@@ -131,12 +137,16 @@ class WorkerModel {
     };
   }
 
-  async #window(prompt, start) {
-    const inputs = [];
-    inputs[this.embedsIndex] = { data: prompt.window(start, this.rows), shape: [1, this.rows, this.hidden] };
-    inputs[this.posIndex] = new BigInt64Array([BigInt(start)]);
-    const [logits] = await this.decoder.executor.run(inputs);
-    return logits;
+  /** The windows at `starts` in one submit: the last one's logits, or the words of `readout`. */
+  async #windows(prompt, starts, readout) {
+    const calls = starts.map((start) => {
+      const inputs = [];
+      inputs[this.embedsIndex] = { data: prompt.window(start, this.rows), shape: [1, this.rows, this.hidden] };
+      inputs[this.posIndex] = new BigInt64Array([BigInt(start)]);
+      return inputs;
+    });
+    const out = await this.decoder.executor.runCalls(calls, { readout });
+    return readout == null ? out[0] : out;
   }
 
   /**
@@ -162,9 +172,9 @@ class WorkerModel {
     const vision_s = (performance.now() - t) / 1000;
     const ids = this.tokenizer.encode(callPy(() => session.render(prompt, key != null), 'rendering the prompt'));
     const options = JSON.stringify({ max_new_tokens: maxNewTokens, temperature, top_k: topK, top_p: topP,
-      repetition_penalty: repetitionPenalty, seed });
+      repetition_penalty: repetitionPenalty, seed, readouts: this.decoder.executor.plan.readouts.map((r) => r.k) });
     // undefined, not null: Pyodide hands JS null to Python as JsNull, undefined as None
-    const { reuse, starts, images } = callPy(() => session.begin(prompt, key ?? undefined, ids, options), 'starting the turn');
+    const { reuse, starts, images, readout } = callPy(() => session.begin(prompt, key ?? undefined, ids, options), 'starting the turn');
     const rows = new PromptRows(this.table, ids, images.map((k) => this.imageRows.get(k)), this.facts.image_id);
     const stream = new TextStream(this.tokenizer);
     const answer = new StopText(stop);
@@ -175,11 +185,8 @@ class WorkerModel {
     let sample_s = 0; // in Python: logits -> token (the Sampler) and the stop decision
     try {
       const t1 = performance.now();
-      let logits = null;
-      for (const s of starts) {
-        if (signal?.aborted) break;
-        logits = await this.#window(rows, s);
-      }
+      let logits = null; // or the readout's words (ids and logits ranked on the device)
+      if (starts.length && !signal?.aborted) logits = await this.#windows(rows, starts, readout);
       prefill_s = (performance.now() - t1) / 1000;
       prefilled = !signal?.aborted;
       if (prefilled) {
@@ -195,7 +202,7 @@ class WorkerModel {
             if (piece) emit({ type: 'text', text: piece });
             if (answer.stopped) { stopReason = 'stop_sequence'; break; }
             rows.push(step.token);
-            logits = await this.#window(rows, step.start);
+            logits = await this.#windows(rows, [step.start], readout);
           }
         } finally {
           decode_s = (performance.now() - t2) / 1000;

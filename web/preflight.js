@@ -182,7 +182,8 @@ export async function preflightProgram(url, { glue, method = 'forward', fusion =
         + 'Use a GPU (or browser) with larger WebGPU limits, or a smaller program', { limit: name, needed, allowed: have });
     }
   }
-  return { ...out, fetched: ranges.fetched, reads: ranges.reads };
+  // `held` (not enumerable: stats stay plain) lets takePlan check the download against it.
+  return Object.defineProperty({ ...out, fetched: ranges.fetched, reads: ranges.reads }, 'held', { value: ranges.held });
 }
 
 /**
@@ -200,4 +201,26 @@ export async function preflightModel(folder, manifest, { glue, fusion = 'all', c
     out[spec.role] = await preflightProgram(folder.url(spec.name), { glue, fusion, cache, limits });
   }
   return out;
+}
+
+/**
+ * The plan a preflight made, for the downloaded `bytes` of the same file (the same size, and
+ * the same bytes wherever Python read ranges), so the load does not plan the program again;
+ * null when there is none or the file differs. It is taken out of `preflighted` (stats keep
+ * the figures, not the plan).
+ * @param {object | null} preflighted preflightProgram's answer
+ * @param {ArrayBuffer} bytes
+ * @returns {{plan: string, position_input: number[] | null, dynamic: boolean} | null}
+ */
+export function takePlan(preflighted, bytes) {
+  const planned = preflighted?.planned ?? null;
+  if (preflighted) delete preflighted.planned;
+  if (!planned || preflighted.file_size !== bytes.byteLength) return null;
+  // The plan holds for these bytes only if every range Python read is what was downloaded.
+  const file = new Uint8Array(bytes);
+  for (const { start, bytes: seen } of preflighted.held ?? []) {
+    const got = file.subarray(start, start + seen.length);
+    if (got.length !== seen.length || got.some((b, i) => b !== seen[i])) return null;
+  }
+  return planned;
 }

@@ -9,7 +9,7 @@ import { fetchBody } from './files.js';
 import { modelHandlers } from './model_worker.js';
 import { Transfer, serve } from './protocol.js';
 import { gpuCreations } from './executor.js';
-import { preflightProgram } from './preflight.js';
+import { preflightProgram, takePlan } from './preflight.js';
 import { bootPython, currentDevice, loadExecutor, pythonStarted } from './runtime.js';
 
 /** @type {Map<number, {executor: import('./executor.js').Executor, positionInput: number[] | null}>} */
@@ -45,7 +45,9 @@ const handlers = {
       : null;
     const bytes = await fetchBytes(source, emit);
     const fetch_ms = performance.now() - t0;
-    const { executor, positionInput, dynamic, stats } = await loadExecutor(bytes, { method, plan, fusion, poison, emit });
+    const reused = takePlan(preflighted, bytes);
+    if (reused) emit({ stage: 'plan' });   // planned by the preflight, from the same file's ranges
+    const { executor, positionInput, dynamic, stats } = await loadExecutor(bytes, { method, plan: reused ?? plan, fusion, poison, emit });
     const handle = nextHandle++;
     // A method with dynamic shapes keeps its bytes: calls with other dims are planned for them.
     programs.set(handle, { executor, positionInput, dynamic, bytes: dynamic ? bytes : null, method, fusion, poison, specialized: new Map() });

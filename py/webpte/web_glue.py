@@ -17,7 +17,7 @@ from collections.abc import Callable
 from .errors import InputError, WebpteError
 from .host.files import folder_manifest
 from .host.prompt import IMAGE_TOKEN, ChatTemplate, Turn
-from .host.sampling import Sampler, SamplingOptions
+from .host.sampling import Candidates, Sampler, SamplingOptions
 from .host.turn import (
     Ring,
     RingSlots,
@@ -131,13 +131,19 @@ def preflight_program(source, method: str = "forward", features=(), fusion: str 
     """What the plan of `method` needs from the device (webpte.preflight.plan_needs), made from
     `source` (a `RangeSource` over the file's byte ranges: in the page they are fetched on
     demand before any weight byte is downloaded). JSON `{"ok": {"needs": {limit: value},
-    "bytes_read": int, "file_size": int, "plan_ms": float}}` or `{"error": {...}}`."""
+    "bytes_read": int, "file_size": int, "plan_ms": float, "planned": {"plan": Plan JSON text,
+    "position_input", "dynamic"}}}` or `{"error": {...}}`; the load uses `planned` for the
+    downloaded file of that size instead of planning it again."""
     def run():
         t0 = time.perf_counter()
         prog = read_program(source)
         plan = plan_method(prog, str(method), frozenset(str(f) for f in features), str(fusion))
+        pos = _position_input(plan)
+        planned = {"plan": plan.to_json(), "position_input": list(pos) if pos else None,
+                   "dynamic": any(io.dynamic for io in prog.method(str(method)).inputs)}
         return {"needs": plan_needs(plan), "bytes_read": getattr(source, "bytes_read", len(source)),
-                "file_size": len(source), "plan_ms": (time.perf_counter() - t0) * 1e3}
+                "file_size": len(source), "plan_ms": (time.perf_counter() - t0) * 1e3,
+                "planned": planned}
     return _answer(run)
 
 
@@ -170,6 +176,7 @@ class _Turn:
         self.prefilled = False
         self.generated: list[int] = []
         self.pending: int | None = None   # sampled, not yet fed through the decoder
+        self.readout: int | None = None   # the device readout step() gets (None: the logits)
 
 
 class ChatSession:
@@ -284,9 +291,14 @@ class ChatSession:
                                             cached_images=self.cached_images, images=keys,
                                             image_id=self.image_id)
             self.turn = _Turn(turns, ids_list, keys, reuse, starts, Sampler(sampling), max_new)
+            # The decoder's device readouts (k of each) the worker may run instead of
+            # reading the logits back: the sampler picks the one that is exact, or none.
+            readouts = [int(k) for k in opts.get("readouts", [])]
+            self.turn.readout = self.turn.sampler.readout(readouts)
             # Rows past the prefix are rewritten from here on; the prefix's images are `keys`'.
             self.cached, self.cached_images = self.cached[:reuse], keys
-            return {"reuse": reuse, "starts": starts, "images": keys}
+            return {"reuse": reuse, "starts": starts, "images": keys,
+                    "readout": self.turn.readout}
         return _answer(run)
 
     def prefilled(self) -> str:
@@ -300,8 +312,9 @@ class ChatSession:
         return _answer(lambda: None)
 
     def step(self, logits) -> str:
-        """The next decision given the newest row's logits: `{"token", "start"}` (emit the
-        token, feed the window at start) or `{"stop": reason}`."""
+        """The next decision given the newest row's logits (or the words of the readout
+        `begin` chose): `{"token", "start"}` (emit the token, feed the window at start) or
+        `{"stop": reason}`."""
         t = self.turn
         if t.pending is not None:   # the previous token went through the decoder
             self._fed_pending(t)
@@ -312,6 +325,8 @@ class ChatSession:
         if reason is None:
             if hasattr(logits, "to_memoryview"):   # a JS Float32Array: one copy into the heap
                 logits = logits.to_memoryview()
+            if t.readout is not None:   # the words of the readout `begin` chose
+                logits = Candidates.from_words(logits, t.readout)
             token = t.sampler(logits, self.cached)
             reason = stop_reason(token, len(t.generated), len(self.cached), t.max_new_tokens, c)
         if reason is not None:

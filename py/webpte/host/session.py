@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from .embeddings import splice_rows
 from .prompt import Turn
-from .sampling import Sampler, SamplingOptions
+from .sampling import Candidates, Sampler, SamplingOptions
 from .turn import RingSlots, decode_window_start, image_key, prefill_windows, stop_reason
 
 
@@ -91,19 +91,23 @@ class Session:
                 embeds = splice_rows(embeds, where, rows)
         return embeds
 
-    def _window(self, embeds, start: int):
+    def _windows(self, embeds, starts: list[int], readout: int | None):
+        """Feed the windows at `starts` in one submit: the last one's logits, or the
+        `Candidates` of the device readout of `readout` (Sampler.readout)."""
         import numpy as np
 
         rows = self.model.rows
+        calls = [[embeds[None, s:s + rows].astype(np.float32), np.array([s], np.int64)]
+                 for s in starts]
         try:
-            out = self.model.decoder.run(embeds[None, start:start + rows].astype(np.float32),
-                                         np.array([start], np.int64))[0]
+            out = self.model.decoder.run_calls(calls, readout)
         except BaseException:
-            self.slots = self._fresh_slots()  # the window may have written some of its rows
+            self.slots = self._fresh_slots()  # the windows may have written some of their rows
             raise
         if self.slots is not None:
-            self.slots.write(start, rows)
-        return out
+            for s in starts:
+                self.slots.write(s, rows)
+        return out[0].reshape(-1) if readout is None else Candidates.from_words(out, readout)
 
     def prompt_ids(self, turns: list[Turn]) -> list[int]:
         m = self.model
@@ -138,16 +142,15 @@ class Session:
         embeds = self._embed(ids)
         # Rows past the prefix are rewritten from here on; the prefix's images are `keys`'.
         self.cached, self.cached_images = self.cached[:reuse], keys
+        sampler = Sampler(sampling)
+        readout = sampler.readout(m.decoder.readouts)
         t0 = time.perf_counter()
-        logits = None
-        for s in starts:
-            logits = self._window(embeds, s)
+        logits = self._windows(embeds, starts, readout) if starts else None
         stats.prefill_s = time.perf_counter() - t0
         stats.prompt_rows, stats.prefill_windows = len(ids), len(starts)
         stats.reused_rows = reuse
         stats.computed_rows = len(ids) - starts[0] if starts else 0
         self.cached = list(ids)
-        sampler = Sampler(sampling)
         generated: list[int] = []
         emitted = ""
         t0 = time.perf_counter()
@@ -156,7 +159,7 @@ class Session:
                 reason = stop_reason(None, len(generated), len(self.cached), max_new_tokens,
                                      m.contract)
                 if reason is None:
-                    token = sampler(logits.reshape(-1), self.cached)
+                    token = sampler(logits, self.cached)
                     reason = stop_reason(token, len(generated), len(self.cached),
                                          max_new_tokens, m.contract)
                 if reason is not None:
@@ -170,8 +173,8 @@ class Session:
                         yield piece
                 row = self._embed([token]).astype(np.float32)
                 embeds = np.concatenate([embeds, row])
-                logits = self._window(embeds,
-                                      decode_window_start(len(self.cached) + 1, m.contract))
+                logits = self._windows(
+                    embeds, [decode_window_start(len(self.cached) + 1, m.contract)], readout)
                 self.cached.append(token)
         finally:
             stats.decode_s = time.perf_counter() - t0
