@@ -10,6 +10,8 @@ import pytest
 from harness import assert_close
 from test_fusion import _calls, _quantize
 from test_op_q8 import LINEAR, VARIANTS, int8, linear_operands, require_dot4
+from webpte.errors import PlanError
+from webpte.kernels.quantized.linear_q8 import GEMM_HINT, GEMM_VARIANTS
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
 from webpte.plan import lower
@@ -236,3 +238,29 @@ def test_dual_epilogue_renders_the_shared_chain():
     wgsl = lower(g).kernels[0].wgsl
     assert "fn epilogue(i: u32, y: f32) -> f32" in wgsl
     assert "let v1: f32 = x1_0 * x1_1;" in wgsl
+
+
+@pytest.mark.parametrize("variant", GEMM_VARIANTS)
+def test_tiled_dual_variants_are_bitwise_unfused(gpu, variant):
+    """Each many-row tile (the planner picks per adapter: t8x16 on CPU adapters) gives the
+    unfused outputs; 150 rows and 300 columns leave partial tiles either way."""
+    g, blob = _pair_graph(m=150, k=68, n=300, bias=True)
+    hint = {GEMM_HINT + variant}
+    fused = lower(g, features=hint)
+    assert [d.op for d in fused.dispatches] == [DUAL]
+    t = GEMM_VARIANTS[variant]
+    assert fused.dispatches[0].workgroups == (-(-300 // (8 * t["rn"])), -(-150 // 64), 1)
+    rng = np.random.default_rng(9)
+    xs = [int8(rng, (1, 150, 68)) for _ in range(2)]
+    outs = []
+    for plan in (fused, lower(g, fuse=False)):
+        ex = Executor(plan, blob)
+        ex.poison()
+        outs.append(ex.run(xs)[0])
+    assert outs[0].tobytes() == outs[1].tobytes(), f"{variant} differs from unfused"
+
+
+def test_unknown_gemm_variant_is_a_plan_error():
+    g, _ = _pair_graph(m=40, k=16, n=8, bias=False)
+    with pytest.raises(PlanError, match="gemm variant 't4x4'"):
+        lower(g, features={GEMM_HINT + "t4x4"})

@@ -41,6 +41,7 @@ from ..kernels.quantized.linear_q8 import (
     DOT4_FEATURE,
     SKINNY_ROWS,
     decode_variant,
+    gemm_variant,
     linear_cost,
     splitk_kernel,
     tiling,
@@ -204,7 +205,7 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     cost = linear_cost(pair.m, pair.n, pair.k, 2, 1, 2 + (bias_buf is not None),
                        4 * pair.m * pair.n * len(pair.epilogue_inputs))
     if pair.m > SKINNY_ROWS:
-        t = tiling(pair.m, pair.k // 4)
+        t = tiling(pair.m, pair.k // 4, gemm_variant(L.features))
         tile_m, tile_n = t["ty"] * t["rm"], t["tx"] * t["rn"]
         groups = (-(-pair.n // tile_n), -(-pair.m // tile_m), 1)
         if max(groups) > 65535:

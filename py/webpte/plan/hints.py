@@ -10,7 +10,7 @@ kernels are slower, so CPU adapters keep the plain ones.
 from __future__ import annotations
 
 from ..kernels.attention._tiled import KV_CHUNK_HINT
-from ..kernels.quantized.linear_q8 import decode_hint
+from ..kernels.quantized.linear_q8 import decode_hint, gemm_hint
 
 # Keys per split for decode attention on GPUs: a 4-row window of 9 heads over a 2k context
 # becomes 36 x 8 workgroups instead of 36.
@@ -22,6 +22,8 @@ def adapter_hints(adapter_type: str) -> frozenset[str]:
     hints = {decode_hint(adapter_type)}
     if adapter_type != "CPU":
         hints.add(f"{KV_CHUNK_HINT}{GPU_KV_CHUNK}")
+    else:   # GPUs keep the default many-row tiles
+        hints.add(gemm_hint(adapter_type))
     return frozenset(hints)
 
 

@@ -32,8 +32,9 @@ from .._np import np
 from ..registry import OpUnit
 from .quantize import f32, quantize_params, quantize_reference
 
-__all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT4_FEATURE", "decode_hint", "decode_variant",
-           "linear_cost", "splitk_kernel", "tiling", "UNITS"]
+__all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT4_FEATURE", "GEMM_HINT", "GEMM_VARIANTS",
+           "decode_hint", "decode_variant", "gemm_hint", "gemm_variant", "linear_cost",
+           "splitk_kernel", "tiling", "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
@@ -52,6 +53,14 @@ DECODE_HINT = "q8_decode:"
 DECODE_BY_ADAPTER = {"CPU": "skinny"}
 GPU_DECODE = "splitk"
 WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
+# Many-row tiles of the dual (two-pass) kernel as data: outputs per invocation of an 8x8
+# workgroup. "t8x16" (64 x 128 tiles) measured 1.1-1.3x faster than "t8x8" on lavapipe for
+# SmolVLM's tower shapes; GPUs keep 8x8 (two passes of 8x16 would hold 256 accumulators).
+GEMM_VARIANTS: dict[str, dict[str, int]] = {"t8x8": {"rm": 8, "rn": 8},
+                                            "t8x16": {"rm": 8, "rn": 16}}
+GEMM_HINT = "q8_gemm:"
+GEMM_BY_ADAPTER = {"CPU": "t8x16"}
+GPU_GEMM = "t8x8"
 
 
 def decode_variant(features) -> str:
@@ -66,6 +75,20 @@ def decode_variant(features) -> str:
 def decode_hint(adapter_type: str) -> str:
     """The planner hint that picks the decode kernel for an adapter of this type."""
     return DECODE_HINT + DECODE_BY_ADAPTER.get(adapter_type, GPU_DECODE)
+
+
+def gemm_variant(features) -> str:
+    """The many-row dual tile the lowering's features ask for (the last hint wins)."""
+    names = [f[len(GEMM_HINT):] for f in sorted(features) if f.startswith(GEMM_HINT)]
+    name = names[-1] if names else GPU_GEMM
+    if name not in GEMM_VARIANTS:
+        raise PlanError(f"gemm variant {name!r} is not one of {', '.join(GEMM_VARIANTS)}")
+    return name
+
+
+def gemm_hint(adapter_type: str) -> str:
+    """The planner hint that picks the many-row dual tile for an adapter of this type."""
+    return GEMM_HINT + GEMM_BY_ADAPTER.get(adapter_type, GPU_GEMM)
 
 
 def linear_cost(m: int, n: int, k: int, passes: int = 1, x_bytes: int = 1,
@@ -98,20 +121,21 @@ def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, **params
     return kern, groups
 
 
-def tiling(m: int, kw: int) -> dict[str, int]:
+def tiling(m: int, kw: int, variant: str = GPU_GEMM) -> dict[str, int]:
     """Workgroup shape (tx, ty), outputs per invocation (rm, rn) and words per K step (kt).
 
     Outputs of an invocation are strided by (ty, tx), so neighbours write neighbouring
-    columns. Many rows: 64x64 tiles from 8x8 invocations, each x and W word staged in
-    workgroup memory serves 64 outputs (fastest of the shapes tried on lavapipe for
-    1024x768x3072). Few rows (a decoder window): all rows in one tile, 256 columns.
+    columns. Many rows: tiles from 8x8 invocations with GEMM_VARIANTS[variant] outputs each
+    (64x64 for t8x8: each x and W word staged in workgroup memory serves 64 outputs, the
+    fastest single-pass shape tried on lavapipe for 1024x768x3072). Few rows (a decoder
+    window): all rows in one tile, 256 columns.
     """
     if m <= 4:
         t = {"tx": 64, "ty": 1, "rm": m, "rn": 4, "kt": 8}
     elif m <= 32:
         t = {"tx": 32, "ty": 8, "rm": -(-m // 8), "rn": 4, "kt": 8}
     else:
-        t = {"tx": 8, "ty": 8, "rm": 8, "rn": 8, "kt": 8}
+        t = {"tx": 8, "ty": 8, **GEMM_VARIANTS[variant], "kt": 8}
     t["kt"] = min(t["kt"], kw)
     return t
 
