@@ -6,7 +6,7 @@ from test_fusion_q8 import _pair_graph
 from webpte.bench import format_roofline
 from webpte.kernels.render import render
 from webpte.plan import lower
-from webpte.roofline import dispatch_work, family, measure_ceilings, report
+from webpte.roofline import best_ceilings, dispatch_work, family, measure_ceilings, report
 
 CEILINGS = {"read_gbps": 2.0, "dot_gmacs": 10.0, "dot": "portable"}
 
@@ -31,6 +31,7 @@ def test_report_floor_is_the_slower_ceiling():
                  {"linear_q8_dual": 2 * floor})
     assert rep["call"]["pct_floor"] == 33.3           # median of the call times
     assert rep["call"]["time_ms_min"] == round(2e3 * floor, 2)
+    assert rep["call"]["pct_floor_best"] == 50.0      # the fastest call
     fam = rep["families"]["linear_q8_dual"]
     assert fam["pct_floor"] == 50.0 and fam["dispatches"] == 1
     assert fam["gmac"] == round(macs / 1e9, 3)
@@ -38,6 +39,7 @@ def test_report_floor_is_the_slower_ceiling():
                              "variants": {"skinny": rep, "splitk": rep},
                              "ratios": {"splitk": 1.0}}])
     assert "lavapipe: cpu | p.pte" in text and "time splitk / skinny: 1.0" in text
+    assert "skinny fastest call: " in text and "50.0% of floor" in text
     assert "linear_q8_dual" in text
 
 
@@ -58,3 +60,10 @@ def test_ceilings_are_measured(gpu):
     assert all(np.isfinite(c[k]) and c[k] > 0 for k in
                ("read_gbps_strided", "read_gbps_chunked", "read_gbps", "dot_gmacs"))
     assert c["read_gbps"] == max(c["read_gbps_strided"], c["read_gbps_chunked"])
+
+
+def test_best_ceilings_keep_each_fastest_probe():
+    a = {"read_gbps": 2.0, "read_gbps_strided": 2.0, "dot_gmacs": 9.0, "dot": "portable"}
+    b = {"read_gbps": 1.5, "read_gbps_strided": 1.5, "dot_gmacs": 11.0, "dot": "portable"}
+    assert best_ceilings(a, b) == {"read_gbps": 2.0, "read_gbps_strided": 2.0,
+                                   "dot_gmacs": 11.0, "dot": "portable"}

@@ -95,7 +95,7 @@ def roofline_program(path: str, variants: list[str], calls: int = 5,
     from .native import Executor, adapter_info, wgsl_features
     from .program import plan_method
     from .pte import open_source, read_program
-    from .roofline import family_times, measure_ceilings, report
+    from .roofline import best_ceilings, family_times, measure_ceilings, report
 
     # The adapter's own decode hint is replaced by each variant's.
     features = frozenset(f for f in wgsl_features() if not f.startswith(DECODE_HINT))
@@ -114,8 +114,12 @@ def roofline_program(path: str, variants: list[str], calls: int = 5,
             t = time.perf_counter()
             ex.run(arrays)
             times[v].append(time.perf_counter() - t)
+    fams = {v: family_times(ex) for v, ex in exs.items()}
+    # Probes again after the calls: the machine's load changes under a long run.
+    ceilings = best_ceilings(ceilings, measure_ceilings(features))
     out = {"program": str(path), "adapter": adapter_info().get("device", "?"),
-           "variants": {v: report(ex.plan, ceilings, times[v], family_times(ex))
+           "load": [round(x, 2) for x in os.getloadavg()],
+           "variants": {v: report(ex.plan, ceilings, times[v], fams[v])
                         for v, ex in exs.items()}}
     if len(variants) > 1:
         base = statistics.median(times[variants[0]])
@@ -150,8 +154,9 @@ def format_roofline(results: list[dict]) -> str:
     lines = []
     for r in results:
         c0 = next(iter(r["variants"].values()))["ceilings"]
+        load = f" | load {' '.join(map(str, r['load']))}" if r.get("load") else ""
         lines.append(f"{r.get('driver', '-')}: {r['adapter']} | {r['program']} | read "
-                     f"{c0['read_gbps']} GB/s, {c0['dot']} {c0['dot_gmacs']} GMAC/s")
+                     f"{c0['read_gbps']} GB/s, {c0['dot']} {c0['dot_gmacs']} GMAC/s{load}")
         lines.append(f"  {'variant / family':34} {'n':>5} {'MB':>8} {'GMAC':>7} "
                      f"{'ms':>8} {'floor ms':>8} {'% floor':>7}")
         for v, rep in r["variants"].items():
@@ -161,6 +166,9 @@ def format_roofline(results: list[dict]) -> str:
                 lines.append(f"  {name:34} {f['dispatches']:>5} {f['mb']:>8} {f['gmac']:>7} "
                              f"{f['time_ms'] if f['time_ms'] is not None else '-':>8} "
                              f"{f['floor_ms']:>8} {f['pct_floor'] or '-':>7}")
+            if rep["call"].get("pct_floor_best") is not None:
+                lines.append(f"  {v} fastest call: {rep['call']['time_ms_min']} ms, "
+                             f"{rep['call']['pct_floor_best']}% of floor")
         for v, ratio in r.get("ratios", {}).items():
             lines.append(f"  time {v} / {next(iter(r['variants']))}: {ratio}")
     lines += _page_vs_native(results)
