@@ -46,11 +46,14 @@ export function preflightModel(folder: import("./files.js").UrlFolder | LocalFol
  * the figures, not the plan).
  * @param {object | null} preflighted preflightProgram's answer
  * @param {ArrayBuffer} bytes
- * @returns {{plan: string, position_input: number[] | null, dynamic: boolean} | null}
+ * @returns {{plan: string, position_input: number[] | null, dynamic: boolean, plan_ms: number,
+ *   plan_total_ms: number} | null}
  */
 export function takePlan(preflighted: object | null, bytes: ArrayBuffer): {
     plan: string;
     position_input: number[] | null;
     dynamic: boolean;
+    plan_ms: number;
+    plan_total_ms: number;
 } | null;
 import { LocalFolder } from './files.js';

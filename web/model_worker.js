@@ -46,7 +46,8 @@ class WorkerModel {
     const folder = files ? new LocalFolder(files) : new UrlFolder(base);
     const booting = bootPython(emit);
     const meta = await findMeta(folder);
-    const { glue } = await booting;
+    const booted = await booting;
+    const { glue } = booted;
     // undefined, not null: Pyodide hands JS null to Python as JsNull, undefined as None
     const manifest = callPy(() => glue.model_manifest(meta?.name ?? '', meta?.bytes ? text(meta.bytes) : undefined, folder.where),
       'reading the model folder');
@@ -63,9 +64,10 @@ class WorkerModel {
     try {
       // A program the preflight planned from the same file's ranges is not planned again.
       const load = (role) => {
-        const plan = takePlan(preflighted?.[role], file(role));
-        if (plan) emit({ stage: 'plan' });
-        return loadExecutor(file(role), { fusion, emit, plan });
+        const reused = takePlan(preflighted?.[role], file(role));
+        if (reused) emit({ stage: 'plan' });
+        const plan = reused && { ...reused, boot_ms: booted.boot_ms };
+        return loadExecutor(file(role), { fusion, emit, plan: plan || null });
       };
       m.decoder = await load('decoder');
       if (file('vision')) m.vision = await load('vision');

@@ -159,8 +159,10 @@ export async function preflightProgram(url, { glue, method = 'forward', fusion =
   const device = await sharedDevice({});
   const py = glue.RangeSource(ranges.size, (start, stop) => ranges.read(start, stop));
   let out;
+  const t0 = performance.now();
   try {
     out = callPy(() => glue.preflight_program(py, method, features, fusion), 'the preflight plan');
+    out.plan_total_ms = performance.now() - t0;   // with the Range reads it waited for
   } catch (err) {
     // A read that failed says nothing about the program, and neither does a bug of the
     // preflight (a plain WebpteError from callPy): the load goes ahead and finds what is wrong.
@@ -210,7 +212,8 @@ export async function preflightModel(folder, manifest, { glue, fusion = 'all', c
  * the figures, not the plan).
  * @param {object | null} preflighted preflightProgram's answer
  * @param {ArrayBuffer} bytes
- * @returns {{plan: string, position_input: number[] | null, dynamic: boolean} | null}
+ * @returns {{plan: string, position_input: number[] | null, dynamic: boolean, plan_ms: number,
+ *   plan_total_ms: number} | null}
  */
 export function takePlan(preflighted, bytes) {
   const planned = preflighted?.planned ?? null;
@@ -222,5 +225,5 @@ export function takePlan(preflighted, bytes) {
     const got = file.subarray(start, start + seen.length);
     if (got.length !== seen.length || got.some((b, i) => b !== seen[i])) return null;
   }
-  return planned;
+  return { ...planned, plan_ms: preflighted.plan_ms, plan_total_ms: preflighted.plan_total_ms };
 }

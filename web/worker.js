@@ -47,7 +47,8 @@ const handlers = {
     const fetch_ms = performance.now() - t0;
     const reused = takePlan(preflighted, bytes);
     if (reused) emit({ stage: 'plan' });   // planned by the preflight, from the same file's ranges
-    const { executor, positionInput, dynamic, stats } = await loadExecutor(bytes, { method, plan: reused ?? plan, fusion, poison, emit });
+    const planned = reused && { ...reused, boot_ms: (await bootPython(emit)).boot_ms };
+    const { executor, positionInput, dynamic, stats } = await loadExecutor(bytes, { method, plan: planned || plan, fusion, poison, emit });
     const handle = nextHandle++;
     // A method with dynamic shapes keeps its bytes: calls with other dims are planned for them.
     programs.set(handle, { executor, positionInput, dynamic, bytes: dynamic ? bytes : null, method, fusion, poison, specialized: new Map() });
