@@ -38,6 +38,7 @@ from ..kernels.common import Args
 from ..kernels.element import Element
 from ..kernels.elementwise.binary import element as add_element
 from ..kernels.quantized.linear_q8 import (
+    DECODE_VARIANTS,
     DOT4_FEATURE,
     SKINNY_ROWS,
     decode_variant,
@@ -224,9 +225,10 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
                                      add=pair.add_element, epilogue=epilogue)
         L.dispatch(kern, bufs, groups, label=label, cost=cost)
         return
-    groups, row = L.grid(pair.n, 64)
+    v = DECODE_VARIANTS["skinny"]
+    groups, row = L.grid(-(-pair.n // v["cols"]), v["workgroup"])
     kern = L.kernel("fused/linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
                     dot4=DOT4_FEATURE in L.features, vec4=pair.k % 16 == 0,
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
-                    add=pair.add_element, epilogue=epilogue, workgroup=64, row=row)
+                    add=pair.add_element, epilogue=epilogue, row=row, **v)
     L.dispatch(kern, bufs, groups, label=label, cost=cost)
