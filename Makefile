@@ -64,6 +64,9 @@ fixtures: venv
 	$(BIN)/python tools/export_fixtures.py --out tests/fixtures
 	$(BIN)/python tools/export_decoder.py --out tests/fixtures
 	$(BIN)/python tools/export_tiny_vlm.py --out tests/fixtures/tiny_vlm
+	$(BIN)/python tools/export_gemma4.py --out tests/fixtures/gemma4
+	$(BIN)/python tools/export_gemma4.py --model-folder tests/fixtures/gemma4/model
+	$(BIN)/python tools/export_gemma4_vision.py --out tests/fixtures/gemma4_vision
 
 clean:
 	rm -rf out .pytest_cache
@@ -163,8 +166,17 @@ soak: venv
 # with GPU buffer / bind-group creations, the worker's JS and wasm heaps and the browser's RSS
 # printed; the SmolLM2 decoder when its folder is built, else the tiny q8 decoder (the default
 # browser suite runs 300 steps of that).
-.PHONY: soak-web
+.PHONY: soak-web bench
 soak-web: web
 	@MODEL=$$(ls $${HOME}/.cache/webpte/models/smollm2-135m-instruct-q8/decoder_q8.pte 2>/dev/null || true); \
 	  WEBPTE_SOAK_WEB_STEPS=$${WEBPTE_SOAK_WEB_STEPS:-1000} WEBPTE_SOAK_WEB_MODEL=$${WEBPTE_SOAK_WEB_MODEL:-$$MODEL} \
 	  node --test tests/browser/soak.test.mjs
+
+# The roofline benchmark of the SmolLM2 decoder: native lavapipe, native SwiftShader (Chromium's
+# ICD) and the page (headless Chromium, SwiftShader) in one run, skinny and split-K decode.
+BENCH_ADAPTERS ?= lavapipe,swiftshader,page
+BENCH_VARIANTS ?= skinny,splitk
+bench: web model
+	@mkdir -p $(XDG_RUNTIME_DIR) out
+	@MODEL=$(SMOLLM2_DIR) && $(BIN)/webpte bench --roofline --adapters $(BENCH_ADAPTERS) \
+	  --variants $(BENCH_VARIANTS) --calls 5 "$$MODEL/decoder_q8.pte" | tee out/bench.txt

@@ -47,7 +47,7 @@ export function preflightModel(folder: import("./files.js").UrlFolder | LocalFol
  * @param {object | null} preflighted preflightProgram's answer
  * @param {ArrayBuffer} bytes
  * @returns {{plan: string, position_input: number[] | null, dynamic: boolean, plan_ms: number,
- *   plan_total_ms: number} | null}
+ *   plan_total_ms: number, bytes_read: number} | null}
  */
 export function takePlan(preflighted: object | null, bytes: ArrayBuffer): {
     plan: string;
@@ -55,5 +55,6 @@ export function takePlan(preflighted: object | null, bytes: ArrayBuffer): {
     dynamic: boolean;
     plan_ms: number;
     plan_total_ms: number;
+    bytes_read: number;
 } | null;
 import { LocalFolder } from './files.js';

@@ -213,7 +213,7 @@ export async function preflightModel(folder, manifest, { glue, fusion = 'all', c
  * @param {object | null} preflighted preflightProgram's answer
  * @param {ArrayBuffer} bytes
  * @returns {{plan: string, position_input: number[] | null, dynamic: boolean, plan_ms: number,
- *   plan_total_ms: number} | null}
+ *   plan_total_ms: number, bytes_read: number} | null}
  */
 export function takePlan(preflighted, bytes) {
   const planned = preflighted?.planned ?? null;
@@ -225,5 +225,6 @@ export function takePlan(preflighted, bytes) {
     const got = file.subarray(start, start + seen.length);
     if (got.length !== seen.length || got.some((b, i) => b !== seen[i])) return null;
   }
-  return { ...planned, plan_ms: preflighted.plan_ms, plan_total_ms: preflighted.plan_total_ms };
+  const { plan_ms, plan_total_ms, bytes_read } = preflighted;
+  return { ...planned, plan_ms, plan_total_ms, bytes_read };
 }

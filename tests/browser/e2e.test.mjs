@@ -162,6 +162,7 @@ describe('every fixture program, planned by Python in the page', () => {
       const s = result.stats;
       // Python saw only the flatbuffer regions: never the constants, which go file -> GPU.
       // (A program without constant bytes, e.g. an inline delegate, may be read more than once.)
+      assert.equal(typeof s.bytes_read_by_python, 'number', JSON.stringify(s));
       if (s.constant_bytes > 0) assert.ok(s.bytes_read_by_python + s.constant_bytes <= s.file_bytes, JSON.stringify(s));
       note(t, `${entry.name}: Python boot ${s.python_boot_ms.toFixed(0)}, plan ${s.plan_ms.toFixed(0)} (in Python) / ${s.plan_total_ms.toFixed(0)} (with calls into JS), `
         + `upload ${s.upload_ms.toFixed(0)} (pipelines ${s.pipelines_ms.toFixed(0)} for ${s.kernels} kernels${s.features.includes('packed_4x8_integer_dot_product') ? ', dot4 offered' : ''}), run ${result.run_ms.map((x) => x.toFixed(1)).join(', ')}; `
