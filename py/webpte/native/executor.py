@@ -71,17 +71,42 @@ class Executor:
             except Exception as e:  # wgpu reports WGSL/validation errors as its own types
                 raise PlanError(f"kernel {k.name} failed to compile: {e}\n{k.wgsl}") from e
         self.bind_groups = [self._bind_group(d) for d in plan.dispatches]
+        self.call_steps = self._steps(plan.dispatches, self.bind_groups)
         self.staging = [dev.create_buffer(size=plan.buffers[o.buffer].size,
                                           usage=wgpu.BufferUsage.MAP_READ
                                           | wgpu.BufferUsage.COPY_DST)
                         for o in plan.outputs]
         self.readouts = {}   # k -> (ReadoutSpec, bind groups, staging buffer)
         for r in plan.readouts:
-            self.readouts[r.k] = (r, [self._bind_group(d) for d in r.dispatches],
+            groups = [self._bind_group(d) for d in r.dispatches]
+            self.readouts[r.k] = (r, self._steps(r.dispatches, groups),
                                   dev.create_buffer(size=r.read_bytes,
                                                     usage=wgpu.BufferUsage.MAP_READ
                                                     | wgpu.BufferUsage.COPY_DST))
         self.input_ring = None   # staging of several calls' inputs (grown by run_calls)
+
+    def _steps(self, dispatches, groups) -> list[tuple]:
+        """(pipeline or None, bind group, x, y, z) per dispatch, made once at load: encoding
+        a call is then one pass over tuples (each wgpu-py call costs Python and cffi time),
+        and None where the previous dispatch already set the same pipeline."""
+        steps, last = [], None
+        for d, bg in zip(dispatches, groups):
+            pipe = self.pipelines[d.kernel]
+            steps.append((None if pipe is last else pipe, bg, *d.workgroups))
+            last = pipe
+        return steps
+
+    @staticmethod
+    def _encode(enc, steps) -> None:
+        cpass = enc.begin_compute_pass()
+        set_pipeline, set_bind_group = cpass.set_pipeline, cpass.set_bind_group
+        dispatch = cpass.dispatch_workgroups
+        for pipe, bg, x, y, z in steps:
+            if pipe is not None:
+                set_pipeline(pipe)
+            set_bind_group(0, bg)
+            dispatch(x, y, z)
+        cpass.end()
 
     def _bind_group(self, d):
         return self.device.create_bind_group(
@@ -144,25 +169,15 @@ class Executor:
         return self.readouts[k]
 
     def _encode_call(self, enc) -> None:
-        cpass = enc.begin_compute_pass()
-        for d, bg in zip(self.plan.dispatches, self.bind_groups):
-            cpass.set_pipeline(self.pipelines[d.kernel])
-            cpass.set_bind_group(0, bg)
-            cpass.dispatch_workgroups(*d.workgroups)
-        cpass.end()
+        self._encode(enc, self.call_steps)
 
     def _finish(self, enc, readout):
         """Encode the readout (or the outputs' copies), submit once, read back."""
         import wgpu
 
         if readout is not None:
-            spec, groups, st = readout
-            cpass = enc.begin_compute_pass()
-            for d, bg in zip(spec.dispatches, groups):
-                cpass.set_pipeline(self.pipelines[d.kernel])
-                cpass.set_bind_group(0, bg)
-                cpass.dispatch_workgroups(*d.workgroups)
-            cpass.end()
+            spec, steps, st = readout
+            self._encode(enc, steps)
             enc.copy_buffer_to_buffer(self.buffers[spec.buffer], 0, st, 0, spec.read_bytes)
             stagings = [st]
         else:
