@@ -11,7 +11,9 @@
  * @property {number} promptRows positions of the conversation's prompt
  * @property {number} reusedRows positions kept in the KV cache from earlier turns
  * @property {number} computedRows prompt positions fed through the decoder
- * @property {number} prefillWindows
+ * @property {number} prefillWindows the prompt's decoder windows
+ * @property {number} prefillWindowsRun of them, those computed (fewer when aborted during prefill)
+ * @property {number} prefillSubmits GPU submits they took (sized so an abort is seen about every 0.25 s)
  * @property {number} newTokens
  * @property {number} prefillTokensPerSecond
  * @property {number} decodeTokensPerSecond
@@ -206,7 +208,18 @@ export type DoneEvent = {
      * prompt positions fed through the decoder
      */
     computedRows: number;
+    /**
+     * the prompt's decoder windows
+     */
     prefillWindows: number;
+    /**
+     * of them, those computed (fewer when aborted during prefill)
+     */
+    prefillWindowsRun: number;
+    /**
+     * GPU submits they took (sized so an abort is seen about every 0.25 s)
+     */
+    prefillSubmits: number;
     newTokens: number;
     prefillTokensPerSecond: number;
     decodeTokensPerSecond: number;

@@ -26,6 +26,8 @@ export function modelHandlers(): {
             reusedRows: any;
             computedRows: number;
             prefillWindows: any;
+            prefillWindowsRun: number;
+            prefillSubmits: number;
             newTokens: number;
             prefillTokensPerSecond: number;
             decodeTokensPerSecond: number;

@@ -23,6 +23,10 @@ function tokenizerClass() {
 
 const text = (buf) => new TextDecoder().decode(buf);
 
+// Prefill submits: about this long each (seconds), at most this many windows.
+const PREFILL_SUBMIT_S = 0.25;
+const MAX_PREFILL_CHUNK = 256;
+
 function parseJSON(buf, name) {
   try {
     return JSON.parse(text(buf));
@@ -139,6 +143,30 @@ class WorkerModel {
     };
   }
 
+  /**
+   * The prompt's windows in as few submits as keep an abort prompt: the first submit holds one
+   * window, to time it; later ones as many as take about PREFILL_SUBMIT_S (a whole prompt on a
+   * GPU, one window a submit on a software adapter, where one takes seconds). An abort is seen
+   * between submits (a submitted command buffer cannot be stopped). -> {out: the last window's
+   * logits or the words of `readout` (null when aborted before it), windows run, submits}.
+   */
+  async #prefill(rows, starts, readout, signal) {
+    let out = null;
+    let chunk = 1;
+    let submits = 0;
+    let i = 0;
+    while (i < starts.length && !signal?.aborted) {
+      const part = starts.slice(i, i + chunk);
+      i += part.length;
+      const t = performance.now();
+      out = await this.#windows(rows, part, readout);
+      submits += 1;
+      const perWindow = (performance.now() - t) / 1000 / part.length;
+      chunk = Math.max(1, Math.min(MAX_PREFILL_CHUNK, Math.floor(PREFILL_SUBMIT_S / Math.max(perWindow, 1e-6))));
+    }
+    return { out: i === starts.length ? out : null, windows: i, submits };
+  }
+
   /** The windows at `starts` in one submit: the last one's logits, or the words of `readout`. */
   async #windows(prompt, starts, readout) {
     const calls = starts.map((start) => {
@@ -184,11 +212,14 @@ class WorkerModel {
     let prefill_s = 0;
     let decode_s = 0;
     let prefilled = false;
+    let logits = null;
+    let prefillRun = 0; // windows computed (fewer than starts when aborted)
+    let prefillSubmits = 0;
     let sample_s = 0; // in Python: logits -> token (the Sampler) and the stop decision
     try {
       const t1 = performance.now();
-      let logits = null; // or the readout's words (ids and logits ranked on the device)
-      if (starts.length && !signal?.aborted) logits = await this.#windows(rows, starts, readout);
+      // the logits, or the readout's words (ids and logits ranked on the device)
+      ({ out: logits, windows: prefillRun, submits: prefillSubmits } = await this.#prefill(rows, starts, readout, signal));
       prefill_s = (performance.now() - t1) / 1000;
       prefilled = !signal?.aborted;
       if (prefilled) {
@@ -219,7 +250,7 @@ class WorkerModel {
     const newTokens = stream.ids.length;
     return {
       type: 'done', tokenIds: [...stream.ids], text: answer.stopped ? answer.text : stream.text, promptRows: ids.length, reusedRows: reuse,
-      computedRows: computed, prefillWindows: starts.length, newTokens,
+      computedRows: computed, prefillWindows: starts.length, prefillWindowsRun: prefillRun, prefillSubmits, newTokens,
       prefillTokensPerSecond: prefill_s ? computed / prefill_s : 0,
       decodeTokensPerSecond: decode_s ? newTokens / decode_s : 0,
       prefillSeconds: prefill_s, decodeSeconds: decode_s, visionSeconds: vision_s, samplingSeconds: sample_s, stopReason,

@@ -225,6 +225,31 @@ describe('greedy generation in the page gives the native token ids', () => {
   });
 });
 
+describe('aborting a long prefill', () => {
+  test('an abort during the prompt\'s windows ends the turn between submits; the next turn runs', LONG, async () => {
+    const out = await s.page.evaluate(async () => {
+      await window.model.reset();
+      const stop = new AbortController();
+      const events = [];
+      // ~90 prompt rows: 23 windows, seconds each on SwiftShader; aborted while they run
+      setTimeout(() => stop.abort(), 1500);
+      for await (const ev of window.model.generate({ prompt: 'word '.repeat(80), maxNewTokens: 4, signal: stop.signal })) events.push(ev);
+      let next = null;
+      for await (const ev of window.model.generate({ prompt: 'Hi', maxNewTokens: 1 })) next = ev;
+      return { done: events.at(-1), texts: events.filter((e) => e.type === 'text').length, next };
+    });
+    const { done } = out;
+    assert.equal(done.stopReason, 'aborted', JSON.stringify(done));
+    assert.equal(out.texts, 0);
+    assert.ok(done.prefillWindowsRun < done.prefillWindows, `stopped after ${done.prefillWindowsRun} of ${done.prefillWindows} windows`);
+    assert.ok(done.prefillSubmits >= 1, JSON.stringify(done));
+    assert.equal(done.newTokens, 0);
+    assert.equal(out.next.type, 'done');
+    assert.equal(out.next.stopReason === 'aborted', false, JSON.stringify(out.next));
+    await s.page.evaluate(() => window.model.reset());
+  });
+});
+
 describe('model errors surface as typed errors in the page', () => {
   test('a new turn past the context is a ContextFullError; bad options are InputErrors', LONG, async () => {
     const errs = await s.page.evaluate(async () => {
