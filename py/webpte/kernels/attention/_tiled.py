@@ -108,36 +108,9 @@ def _tree_sum(x: np.ndarray) -> np.ndarray:
     return x[..., 0]
 
 
-def tiled_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
-                              n_keys: np.ndarray, mask: np.ndarray | None = None
-                              ) -> np.ndarray:
-    """The kernel's arithmetic: q [B,Hq,S,D] over k, v [B,Hkv,N,D] (f32), query row s seeing
-    keys [0, n_keys[s]) (n_keys >= 1, <= N), plus `mask` broadcast to [B,Hq,S,N]."""
-    b, hq, s, d = q.shape
-    hkv, n = k.shape[1], k.shape[2]
-    group = hq // hkv
-    scale = np.float32(scale)
-    if mask is not None:
-        mask = np.broadcast_to(mask.astype(np.float32), (b, hq, s, n))
-    out = np.empty(q.shape, np.float32)
-    col = np.arange(WORKGROUP)
-    with np.errstate(over="ignore", under="ignore"):
-        for bi in range(b):
-            for g in range(hkv):
-                heads = slice(g * group, (g + 1) * group)
-                qr = q[bi, heads].reshape(group * s, d).astype(np.float32)  # (rows, D)
-                count = np.tile(n_keys, group)[:, None]                      # (rows, 1)
-                mr = None if mask is None else mask[bi, heads].reshape(group * s, n)
-                kk, vv = k[bi, g].astype(np.float32), v[bi, g].astype(np.float32)
-                out[bi, heads] = _rows(qr, kk, vv, scale, count, mr, col).reshape(group, s, d)
-    return out
-
-
-def split_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
-                              n_keys: np.ndarray, chunk: int,
-                              mask: np.ndarray | None = None) -> np.ndarray:
-    """The flash-decoding variant's arithmetic: `tiled_attention_reference`'s per chunk of
-    `chunk` keys, then the merge in split order (as attention/sdpa_combine)."""
+def _per_kv_head(q, k, v, scale, n_keys, mask, rows_fn) -> np.ndarray:
+    """Attention of q [B,Hq,S,D] over k, v [B,Hkv,N,D], one kv head's query rows at a time:
+    `rows_fn(qr, kk, vv, scale, count, mr, col)` gives those rows' output."""
     b, hq, s, d = q.shape
     hkv, n = k.shape[1], k.shape[2]
     group = hq // hkv
@@ -150,23 +123,42 @@ def split_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale
         for bi in range(b):
             for g in range(hkv):
                 heads = slice(g * group, (g + 1) * group)
-                qr = q[bi, heads].reshape(group * s, d).astype(np.float32)
-                count = np.tile(n_keys, group)[:, None]
+                qr = q[bi, heads].reshape(group * s, d).astype(np.float32)  # (rows, D)
+                count = np.tile(n_keys, group)[:, None]                      # (rows, 1)
                 mr = None if mask is None else mask[bi, heads].reshape(group * s, n)
                 kk, vv = k[bi, g].astype(np.float32), v[bi, g].astype(np.float32)
-                parts = [_rows(qr, kk, vv, scale, np.minimum(count, lo + chunk), mr, col,
-                               lo=lo, normalise=False) for lo in range(0, n, chunk)]
-                big = parts[0][1]
-                for _, m_i, _ in parts[1:]:
-                    big = np.maximum(big, m_i)
-                num = np.zeros((group * s, d), np.float32)
-                den = np.zeros((group * s, 1), np.float32)
-                for acc, m_i, l_i in parts:
-                    w = np.exp(m_i - big)
-                    num = num + acc * w
-                    den = den + l_i * w
-                out[bi, heads] = (num / den).reshape(group, s, d)
+                out[bi, heads] = rows_fn(qr, kk, vv, scale, count, mr, col).reshape(group, s, d)
     return out
+
+
+def tiled_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
+                              n_keys: np.ndarray, mask: np.ndarray | None = None
+                              ) -> np.ndarray:
+    """The kernel's arithmetic: q [B,Hq,S,D] over k, v [B,Hkv,N,D] (f32), query row s seeing
+    keys [0, n_keys[s]) (n_keys >= 1, <= N), plus `mask` broadcast to [B,Hq,S,N]."""
+    return _per_kv_head(q, k, v, scale, n_keys, mask, _rows)
+
+
+def split_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
+                              n_keys: np.ndarray, chunk: int,
+                              mask: np.ndarray | None = None) -> np.ndarray:
+    """The flash-decoding variant's arithmetic: `tiled_attention_reference`'s per chunk of
+    `chunk` keys, then the merge in split order (as attention/sdpa_combine)."""
+    def split_rows(qr, kk, vv, scale, count, mr, col):
+        parts = [_rows(qr, kk, vv, scale, np.minimum(count, lo + chunk), mr, col, lo=lo,
+                       normalise=False) for lo in range(0, kk.shape[0], chunk)]
+        big = parts[0][1]
+        for _, m_i, _ in parts[1:]:
+            big = np.maximum(big, m_i)
+        num = np.zeros(qr.shape, np.float32)
+        den = np.zeros((qr.shape[0], 1), np.float32)
+        for acc, m_i, l_i in parts:
+            w = np.exp(m_i - big)
+            num = num + acc * w
+            den = den + l_i * w
+        return num / den
+
+    return _per_kv_head(q, k, v, scale, n_keys, mask, split_rows)
 
 
 def _rows(qr, kk, vv, scale, count, mr, col, lo: int = 0, normalise: bool = True):
