@@ -35,7 +35,6 @@ import argparse
 import json
 import sys
 import time
-import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -49,6 +48,8 @@ from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from export_fixtures import save_npz  # noqa: E402  (one deterministic npz writer for all fixtures)
 
 ROWS = 4            # rows per call (the window)
 PROMPT = 6          # prompt tokens
@@ -342,17 +343,6 @@ def delegate_histogram(data: bytes) -> Counter:
     return hist
 
 
-def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """np.savez with a fixed timestamp, so re-exporting rewrites identical bytes."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for key, arr in arrays.items():
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            with zf.open(info, "w", force_zip64=True) as f:
-                np.lib.format.write_array(f, np.array(arr, order="C"))
-
-
-@torch.no_grad()
 def quantize_q8(module: nn.Module, calls) -> nn.Module:
     """Every nn.Linear (the tied head too) -> tools/decoder_model.py's two-pass int8 linear,
     its two activation ranges observed on the f32 module over the reference sequence."""
