@@ -1,5 +1,6 @@
 """aten._softmax.default and aten._log_softmax.default over any dim: numerically stable,
-one workgroup per row.
+one workgroup per row; rows of up to MAX_WORKGROUP * MAX_RESIDENT elements are held in
+registers (x read once, one exp per element), longer ones are walked three times.
 
 The numpy reference computes exp(x - max) in float32, sums in float64 and divides (or
 subtracts the sum's log from x - max), rounding to float32.
@@ -16,6 +17,7 @@ from ..registry import OpUnit
 MAX_WORKGROUP = 256
 F32_MAX = 3.4028234663852886e38  # max(x) starts at the lowest finite f32
 ELEMENTS_PER_INVOCATION = 32  # fewer invocations per row: fewer barrier steps (lavapipe)
+MAX_RESIDENT = 32  # rows up to MAX_WORKGROUP * this many elements are held in registers
 
 
 def _parse(A, call):
@@ -46,9 +48,11 @@ def lower(L, call) -> None:
     while s:
         strides.append(s)
         s //= 2
+    per_invocation = -(-length // wg)
     groups, grid_row = L.grid(rows, workgroup=1)
     k = L.kernel("reduce/softmax", rows=rows, length=length, inner=inner, workgroup=wg,
-                 strides=strides, grid_row=grid_row, lowest=-F32_MAX, log=call.name == _LOG)
+                 strides=strides, grid_row=grid_row, lowest=-F32_MAX, log=call.name == _LOG,
+                 resident=per_invocation if per_invocation <= MAX_RESIDENT else 0)
     L.dispatch(k, [L.buf(x), L.buf(out)], groups)
 
 
