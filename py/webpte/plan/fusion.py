@@ -2,8 +2,11 @@
 
 A group is a tree of elementwise ops (units with an `element` spec) from one run of
 consecutive elementwise nodes, whose intermediate values are each used once, inside the
-group, and are not method outputs. Every value in a group has the root's element count
-or is a scalar (one element, read at element 0). The fused kernel evaluates each op with
+group, and are not method outputs. Every value made in a group has the root's element count
+or is a scalar (one element, read at element 0); an external input may also broadcast
+(numpy rules) to the output of the op reading it, and is read at the broadcast index (the
+decoder's attention-sink blend of k and v with per-row weights and a constant row). The
+fused kernel evaluates each op with
 its own expression and compute type, and passes each intermediate through exactly the
 conversion its storage would apply (store, then load), so results are bit-identical to
 the unfused dispatches. Ops' runtime scalars (quantize's scale, zero point and range) go
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 from ..errors import PlanError, UnsupportedOpError
 from ..kernels.common import Args
 from ..kernels.element import Element
+from ..kernels.elementwise.binary import broadcast_strides
 from ..kernels.registry import registry
 from ..pte.graph import Graph, ValueList
 from .share import arg_key, prepacked
@@ -87,10 +91,31 @@ def _element(graph: Graph, node: int) -> Element | None:
         e = unit.element(Args(graph, f"{op.name} (node {node})"), op)
     except (UnsupportedOpError, PlanError):
         return None   # its own lowering reports why
-    n = graph.tensor(e.out).numel
-    if not e.fusible or n == 0 or any(graph.tensor(v).numel not in (1, n) for v in e.inputs):
+    out = graph.tensor(e.out)
+    if not e.fusible or out.numel == 0 or not all(
+            graph.tensor(v).numel in (1, out.numel) or _broadcasts(graph.tensor(v).dims, out.dims)
+            for v in e.inputs):
         return None
     return e
+
+
+def _broadcasts(dims, to) -> bool:
+    """Whether `dims` broadcast to `to` (numpy rules) without growing it."""
+    return len(dims) <= len(to) and all(x in (1, y) for x, y in zip(reversed(dims), reversed(to)))
+
+
+def broadcast_index(dims, to) -> str:
+    """WGSL index into a value of `dims` for flat element `i` of `to` it broadcasts to."""
+    strides = broadcast_strides(dims, to)
+    terms, inner = [], 1
+    for d in range(len(to) - 1, -1, -1):
+        if to[d] != 1 and strides[d]:
+            coord = "i" if inner == 1 else f"(i / {inner}u)"
+            if d > 0 and any(x != 1 for x in to[:d]):
+                coord = f"{coord} % {to[d]}u"
+            terms.append(coord if strides[d] == 1 else f"({coord}) * {strides[d]}u")
+        inner *= to[d]
+    return " + ".join(terms) or "0u"
 
 
 def find_groups(graph: Graph, uses: Uses, exclude=frozenset(),
@@ -186,20 +211,40 @@ def chain_code(L, nodes: list[int], elements: dict[int, Element], external: list
     bufs: list[int] = []
     wgsl: list[str] = []          # storage array type of each input binding
     externals = []
-    for j, vid in enumerate(external):
+    # An external read at one index for every op: "i", "0u" (a scalar), or, broadcast, its
+    # index in each reading op's output dims (one register per distinct index).
+    reads: list[tuple[int, str]] = []
+    for vid in external:
+        n = L.tensor(vid).numel
+        if n == numel or n == 1:
+            reads.append((vid, "i" if n == numel else "0u"))
+            continue
+        for node in nodes:
+            if vid in elements[node].inputs:
+                index = broadcast_index(L.tensor(vid).dims, L.tensor(elements[node].out).dims)
+                if (vid, index) not in reads:
+                    reads.append((vid, index))
+    for j, (vid, index) in enumerate(reads):
         b = L.buf(vid)
         if b not in bufs:
             bufs.append(b)
             wgsl.append(WGSL_TYPE[L.storage(vid)])
-        register[vid] = f"e{j}"
+        register[vid if index in ("i", "0u") else (vid, index)] = f"e{j}"
         externals.append({"binding": f"a{bufs.index(b)}", "kind": L.storage(vid),
-                          "index": "i" if L.tensor(vid).numel == numel else "0u"})
+                          "index": index})
+
+    def operand(vid: int, node: int) -> str:
+        if vid in register:
+            return register[vid]
+        return register[(vid, broadcast_index(L.tensor(vid).dims,
+                                              L.tensor(elements[node].out).dims))]
+
     steps = []
     words: list[float | int] = []  # runtime words, node order, then the opaque zero
     for j, node in enumerate(nodes):
         e = elements[node]
         steps.append({"element": e.spec(at=at + len(words)), "out_kind": L.storage(e.out),
-                      "operands": [(register[vid], L.storage(vid)) for vid in e.inputs],
+                      "operands": [(operand(vid, node), L.storage(vid)) for vid in e.inputs],
                       "args": [f"x{j}_{k}" for k in range(len(e.inputs))]})
         register[e.out] = f"s{j}"
         words += e.runtime
