@@ -29,6 +29,12 @@ Fixtures (NAME.pte + NAME.npz with `call{i}_input_{j}` / `call{i}_output_{j}`):
 - gemma4_vision_q8: the same with every linear (the patch and output projections too) as the
   SmolVLM decoder's two-pass int8 linear (tools/decoder_model.py), calibrated on the
   reference calls.
+- gemma4_vision_delegated: the stock module's maths on its weights written so that everything
+  delegates (one delegate, no kernel calls): the padding test as two compares, the position
+  lookup and the pooler's cell weights as compares against index constants, explicit attention
+  with an additive mask, the pooler's width as amax and its mask as a matmul count. Its
+  reference outputs are the stock module's (the rewrite's own eager outputs are checked to
+  match them to 1e-6 first).
 
 The calls: four images of different patch grids (6x3 and 3x9 padded, 6x6 and 12x3 full).
 """
@@ -51,6 +57,7 @@ from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig, Ge
 from transformers.models.gemma4.modeling_gemma4 import (
     Gemma4MultimodalEmbedder,
     Gemma4VisionModel,
+    apply_multidimensional_rope,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
@@ -159,7 +166,81 @@ def _q8(module: nn.Module) -> nn.Module:
     return module
 
 
-FIXTURES = {"gemma4_vision_stock": lambda m: m, "gemma4_vision_q8": _q8}
+class DelegatedVision(nn.Module):
+    """_HFVisionEncoderWithProjection's maths on the stock module's weights, with every op in
+    a form the WebGPU partitioner delegates. What the stock ops become on the CPU and what
+    replaces them: F.one_hot (`any` + asserts) -> compares against index constants; the
+    `(ids == -1).all(-1)` padding test (`any.dims`) -> two compares and an `and`; `where` /
+    `masked_fill` with a Python 0.0 (`scalar_tensor`) -> a multiply by the keep mask; the
+    boolean-mask SDPA and HF's bidirectional mask (`index.Tensor`, `any`, `mul.Scalar`) ->
+    explicit attention plus an additive 0 / -inf key mask; the pooler's `max.dim` over int
+    positions -> amax over the (exact) float positions; its `(w == 0).all(1)` mask and the
+    lookup's sum over the two axes -> a matmul count and an add."""
+
+    def __init__(self, stock: nn.Module):
+        super().__init__()
+        if stock.standardize:
+            raise ValueError("the rewrite covers the config without standardize")
+        self.stock = stock
+        pe = stock.patch_embedder
+        self.register_buffer("table_ids", torch.arange(pe._pet_int8.shape[1]), persistent=False)
+        # The int8 table dequantized once, as the stock forward does per call (the same f32
+        # values): the delegate has no int8 -> f32 cast, so that cast ran on the CPU.
+        self.register_buffer("pos_table", pe._pet_int8.float() * pe._pet_scale, persistent=False)
+
+    def _position_embeddings(self, clamped: torch.Tensor) -> torch.Tensor:
+        table = self.pos_table                                             # [2, P, C]
+        onehot = (clamped.unsqueeze(-1) == self.table_ids).float()        # [B, N, 2, P]
+        return onehot[:, :, 0] @ table[0] + onehot[:, :, 1] @ table[1]
+
+    def _attention(self, a: nn.Module, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                   positions: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        B, N, _ = x.shape
+        shape = (B, N, -1, a.head_dim)
+        q = apply_multidimensional_rope(a.q_norm(a.q_proj(x).view(shape)), cos, sin, positions)
+        k = apply_multidimensional_rope(a.k_norm(a.k_proj(x).view(shape)), cos, sin, positions)
+        v = a.v_norm(a.v_proj(x).view(shape))
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        if a.num_key_value_groups != 1:
+            raise ValueError("the rewrite covers equal q and kv head counts")
+        scores = torch.matmul(q, k.transpose(2, 3)) * a.scaling + key_mask
+        y = torch.matmul(torch.softmax(scores, dim=-1), v)
+        return a.o_proj(y.transpose(1, 2).reshape(B, N, -1))
+
+    def forward(self, pixel_values: torch.Tensor,
+                pixel_position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        s = self.stock
+        k = s.pooling_kernel_size
+        length = pixel_values.shape[1] // (k * k)
+        pos = pixel_position_ids
+        padding = (pos[..., 0] == -1) & (pos[..., 1] == -1)                # [B, N]
+        keep = (~padding).float().unsqueeze(-1)                            # [B, N, 1]
+        clamped = pos.clamp(min=0)
+        pe = s.patch_embedder
+        h = pe.input_proj(2 * (pixel_values - 0.5)) + self._position_embeddings(clamped) * keep
+        cos, sin = s.encoder.rotary_emb(h, pos)
+        zero, neg = torch.zeros(()), torch.full((), float("-inf"))
+        key_mask = torch.where(padding, neg, zero).unsqueeze(1).unsqueeze(1)   # [B, 1, 1, N]
+        for layer in s.encoder.layers:
+            r = layer.post_attention_layernorm(self._attention(
+                layer.self_attn, layer.input_layernorm(h), cos, sin, pos, key_mask))
+            h = h + r
+            h = h + layer.post_feedforward_layernorm(layer.mlp(layer.pre_feedforward_layernorm(h)))
+        # The pooler: each patch's k x k cell, its weight 1 / k^2 (positions are exact in f32).
+        h = h * keep
+        cf = clamped.float()
+        max_x = torch.amax(cf[..., 0], dim=-1, keepdim=True) + 1
+        cells = torch.div(cf, k, rounding_mode="floor")
+        cell = cells[..., 0] + torch.div(max_x, k, rounding_mode="floor") * cells[..., 1]
+        token_ids = torch.arange(length, dtype=torch.float32)
+        weights = (cell.unsqueeze(-1) == token_ids).float() / (k * k)     # [B, N, length]
+        pooled = weights.transpose(1, 2) @ h * s.pooler.root_hidden_size
+        mask = (weights.transpose(1, 2) @ torch.ones(pixel_values.shape[1], 1)).squeeze(-1) > 0
+        return s.embed_vision(pooled), mask
+
+
+FIXTURES = {"gemma4_vision_stock": lambda m: m, "gemma4_vision_q8": _q8,
+            "gemma4_vision_delegated": DelegatedVision}
 
 
 def write_fixture(out: Path, name: str) -> None:
@@ -171,6 +252,16 @@ def write_fixture(out: Path, name: str) -> None:
     module = FIXTURES[name](build_stock()).eval()
     calls = sequence()
     outs = eager(module, calls)
+    if name == "gemma4_vision_delegated":
+        # The reference is the stock module's outputs; the rewrite must agree with them.
+        stock_outs = eager(build_stock(), calls)
+        for i, ((got, got_mask), (want, want_mask)) in enumerate(zip(outs, stock_outs)):
+            err = float((got - want).norm() / want.norm())
+            if err > 1e-6 or not torch.equal(got_mask, want_mask):
+                raise RuntimeError(f"{name} call {i}: rewrite vs stock rel-L2 {err:.1e}, "
+                                   f"mask {got_mask.tolist()} vs {want_mask.tolist()}")
+            print(f"  call {i}: rewrite vs stock eager rel-L2 {err:.1e}")
+        outs = stock_outs
     data, n_delegates, cpu = export_program(module, calls[0], None)
     (out / f"{name}.pte").write_bytes(data)
     arrays: dict[str, np.ndarray] = {}
