@@ -10,6 +10,7 @@ kernels are slower, so CPU adapters keep the plain ones.
 from __future__ import annotations
 
 from ..kernels.attention._tiled import KV_CHUNK_HINT
+from ..kernels.matmul.matmul import F32_GEMM_DIRECT
 from ..kernels.quantized.linear_q8 import decode_hint, gemm_hint
 
 # Keys per split for decode attention on GPUs: a 4-row window of 9 heads over a 2k context
@@ -22,8 +23,9 @@ def adapter_hints(adapter_type: str) -> frozenset[str]:
     hints = {decode_hint(adapter_type)}
     if adapter_type != "CPU":
         hints.add(f"{KV_CHUNK_HINT}{GPU_KV_CHUNK}")
-    else:   # GPUs keep the default many-row tiles
+    else:   # GPUs keep the default many-row tiles and the tiled f32 matmul
         hints.add(gemm_hint(adapter_type))
+        hints.add(F32_GEMM_DIRECT)
     return frozenset(hints)
 
 

@@ -1,5 +1,5 @@
 """aten.bmm.default, aten.linear.default and aten.addmm.default: f32 matmuls tiled in
-workgroup memory.
+workgroup memory (or, on CPU adapters and short K, untiled: `direct_fit`).
 
 `emit_matmul` is the shared lowering (conv.py uses it for patch embeddings).
 The numpy reference accumulates in float64 and rounds the result to float32.
@@ -12,6 +12,12 @@ from .._np import np
 from ..registry import OpUnit
 
 TK = 8  # k depth of a tile: (TM + TN) * TK * 4 bytes of workgroup memory (<= 8 KiB)
+# Planner hint (plan/hints.py, CPU adapters): short-K products read their operands straight
+# from storage, RM x RN outputs per invocation, no workgroup staging and no barriers, which on
+# lavapipe cost more than the reuse they buy (a GPU keeps the tiles).
+F32_GEMM_DIRECT = "f32_gemm:direct"
+DIRECT_BLOCK = (8, 16)
+DIRECT_MAX_K = 256
 
 
 def pick_tile(M: int, N: int) -> tuple[int, int, int, int, int]:
@@ -39,6 +45,16 @@ def _fill_mode(strides, t_axis: int, T: int, K: int) -> str:
     return "scalar"
 
 
+def direct_fit(features, a_strides, b_strides, K: int, N: int) -> bool:
+    """Whether the CPU adapters' untiled kernel runs this product: the hint asks for it, A's k
+    and B's n are unit-stride with every stride, K and N multiples of 4 (vec4 loads and
+    stores), and K is short (measured on lavapipe, one process: 1.3-1.7x the tiled kernel's
+    speed for attention scores, K 64; the same speed for K 1024, which keeps the tiles)."""
+    return (F32_GEMM_DIRECT in features and a_strides[2] == 1 and b_strides[2] == 1
+            and 4 <= K <= DIRECT_MAX_K and K % 4 == 0 and N % 4 == 0
+            and all(s % 4 == 0 for s in (a_strides[0], a_strides[1], b_strides[0], b_strides[1])))
+
+
 def emit_matmul(L, what: str, a: int, b: int, out: int, *, batch: int, M: int, N: int,
                 K: int, a_strides, b_strides, bias: int | None = None,
                 bias_axis: str = "n", b_fill: str | None = None, b_layout: str = "strided",
@@ -57,6 +73,17 @@ def emit_matmul(L, what: str, a: int, b: int, out: int, *, batch: int, M: int, N
         raise L.unsupported(f"{what} with an empty output ({batch}x{M}x{N})")
     if batch > 65535:
         raise L.unsupported(f"{what}: batch {batch} exceeds 65535 workgroups")
+    binds = [L.buf(a), L.buf(b)] + ([] if bias is None else [L.buf(bias)]) + [L.buf(out)]
+    if b_layout == "strided" and direct_fit(L.features, a_strides, b_strides, K, N):
+        RM, RN = DIRECT_BLOCK
+        WX = min(8, -(-N // RN))
+        WY = 64 // WX
+        groups = (-(-N // (RN * WX)), -(-M // (RM * WY)), batch)
+        k = L.kernel("matmul/matmul_direct", what=what, batch=batch, M=M, N=N, K=K, RM=RM,
+                     RN=RN, WX=WX, WY=WY, GX=groups[0], a_strides=list(a_strides),
+                     b_strides=list(b_strides), bias="none" if bias is None else bias_axis)
+        L.dispatch(k, binds, groups)
+        return
     TM, TN, tk, RM, RN = pick_tile(M, N)
     k = L.kernel("matmul/matmul", what=what, batch=batch, M=M, N=N, K=K, TM=TM, TN=TN, TK=tk,
                  RM=RM, RN=RN, a_strides=list(a_strides), b_strides=list(b_strides),
@@ -66,7 +93,6 @@ def emit_matmul(L, what: str, a: int, b: int, out: int, *, batch: int, M: int, N
                  a_k_fast=a_strides[2] == 1, b_k_fast=b_layout == "patch" or b_strides[1] == 1,
                  check_m=M % TM != 0, check_n=N % TN != 0, check_k=K % tk != 0,
                  bias="none" if bias is None else bias_axis, b_layout=b_layout, **layout)
-    binds = [L.buf(a), L.buf(b)] + ([] if bias is None else [L.buf(bias)]) + [L.buf(out)]
     L.dispatch(k, binds, (-(-N // TN), -(-M // TM), batch))
 
 
