@@ -17,6 +17,7 @@ from ._operands import f32_operands, optional, wrong_size
 
 MAX_WORKGROUP = 256
 ELEMENTS_PER_INVOCATION = 16  # fewer invocations per row: fewer barrier steps (lavapipe)
+MAX_RESIDENT = 32  # rows up to MAX_WORKGROUP * this many elements are held in registers
 
 
 def _parse(A, call):
@@ -54,10 +55,12 @@ def lower(L, call) -> None:
         raise L.unsupported("layer norm of an empty tensor")
     wg = row_workgroup(length, ELEMENTS_PER_INVOCATION, MAX_WORKGROUP)
     strides = [wg >> i for i in range(1, wg.bit_length())]
+    per_invocation = -(-length // wg)
     groups, grid_row = L.grid(rows, workgroup=1)
     k = L.kernel("reduce/layer_norm", rows=rows, length=length, eps=eps, workgroup=wg,
                  strides=strides, grid_row=grid_row, groups=1, hw=1, has_w=w is not None,
-                 has_b=b is not None, has_mean=mean is not None, has_rstd=rstd is not None)
+                 has_b=b is not None, has_mean=mean is not None, has_rstd=rstd is not None,
+                 resident=per_invocation if per_invocation <= MAX_RESIDENT else 0)
     L.dispatch(k, [L.buf(v) for v in present], groups)
 
 
