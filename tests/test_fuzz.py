@@ -135,6 +135,17 @@ def test_layer_norm_with_an_empty_output_list_is_unsupported():
         lower(graph)
 
 
+def test_batch_norm_with_an_empty_output_list_is_unsupported():
+    g = GraphBuilder()   # was IndexError in kernels/reduce/batch_norm.py (fuzz seed 0)
+    x = g.tensor(np.float32, (2, 3, 4))
+    stats = [g.constant(np.ones(3, np.float32)) for _ in range(4)]
+    g.op("aten._native_batch_norm_legit_no_training.default", x, *stats, g.scalar(0.1),
+         g.scalar(1e-5), g.value_list([]))
+    graph, _ = g.build([x], [x])
+    with pytest.raises(UnsupportedOpError, match="empty output list"):
+        lower(graph)
+
+
 def test_a_graph_without_buffers_plans_to_an_empty_plan():
     graph, _ = GraphBuilder().build([], [])   # was ValueError: max() of an empty sequence
     plan = lower(graph)

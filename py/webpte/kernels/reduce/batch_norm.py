@@ -28,7 +28,9 @@ def _parse(A, call):
     channels = dims[1] if len(dims) >= 2 else 0
     inner = math.prod(dims[2:])
     why = None
-    if len(dims) < 2 or math.prod(dims) == 0:
+    if not ids:
+        why = "an empty output list"
+    elif len(dims) < 2 or math.prod(dims) == 0:
         why = f"x {list(dims)} is not a non-empty [N, C, ...] tensor"
     elif tuple(A.tensor(ids[0]).dims) != dims:
         why = f"output {list(A.tensor(ids[0]).dims)} differs from x {list(dims)}"
@@ -37,7 +39,7 @@ def _parse(A, call):
     else:
         why = wrong_size(A, [(name, vid, channels) for name, vid in (
             ("weight", w), ("bias", b), ("running_mean", mean), ("running_var", var))])
-    return x, w, b, mean, var, A.float(eps), ids[0], channels, inner, why
+    return x, w, b, mean, var, A.float(eps), ids[0] if ids else None, channels, inner, why
 
 
 def lower(L, call) -> None:
