@@ -33,7 +33,10 @@ def test_the_page_row_is_reported_from_the_plans_it_ran(monkeypatch):
         seen["plans"] = {v: (d / f).read_text() for v, f in job["programs"][0]["plans"].items()}
         seen["inputs"] = [(d / t["file"]).stat().st_size for t in job["programs"][0]["inputs"]]
         return {"probes": {p["name"]: 0.5 for p in job["probes"]},
-                "programs": [{"call_s": {"skinny": [0.02, 0.01, 0.03]}}]}
+                "programs": [{"call_s": {"skinny": [0.02, 0.01, 0.03]},
+                              "host_ms": {"skinny": [
+                                  {"encode": e, "wait": 15.0, "copy": 0.1, "worker": 1.0}
+                                  for e in (0.5, 0.25, 2.0)]}}]}
 
     monkeypatch.setattr(bench_page, "_node", fake_node)
     [r] = bench_page.page_roofline([str(PTE)], ["skinny"], calls=3)
@@ -48,4 +51,7 @@ def test_the_page_row_is_reported_from_the_plans_it_ran(monkeypatch):
     assert want["call"]["time_ms"] == 20.0 and r["driver"] == "page"
     native = {"driver": "swiftshader", "program": str(PTE), "adapter": "x",
               "variants": {"skinny": report(plan, want["ceilings"], [0.016], {})}}
-    assert f"page / native swiftshader, {PTE} skinny: 1.250" in format_roofline([native, r])
+    text = format_roofline([native, r])
+    assert f"page / native swiftshader, {PTE} skinny: 1.250 (fastest calls 0.625)" in text
+    assert ("skinny call on the host (median ms): encode 0.5, wait 15.0, copy 0.1, worker 1.0"
+            in text)

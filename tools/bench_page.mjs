@@ -1,11 +1,15 @@
 // The page half of `webpte bench --roofline --adapters ...,page`: headless Chromium (WebGPU on
 // SwiftShader) runs plans that Python made, and prints what it measured as one JSON line.
 //   node tools/bench_page.mjs features     -> {"features": [...], "adapter": {...}}
-//   node tools/bench_page.mjs run JOB.json -> {"probes": {name: best_s}, "programs": [{call_s: [...]}]}
+//   node tools/bench_page.mjs run JOB.json -> {"probes": {name: best_s}, "programs": [{call_s:
+//     {variant: [...]}, host_ms: {variant: {encode, wait, copy, worker}[]}}]}
 // JOB.json (py/webpte/bench_page.py writes it): {"dir": folder served as /job/, "tries": n,
 // "probes": [{"name", "plan"}], "programs": [{"pte", "plans": {variant: file}, "inputs":
 // [{"file", "dtype", "shape"}], "calls"}]} with every file name relative to dir. Probes run
 // with an empty program (their buffers start zeroed); programs are reset before each timed call.
+// host_ms splits each timed call by the worker executor's own clock (runtimeInfo().calls):
+// encode (inputs written, passes recorded, submitted), wait (until the read back is mapped: the
+// GPU's work), copy (out of the mapped range) and worker (the rest: the request's messages).
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -71,16 +75,20 @@ async function runJob(job) {
       await loaded[variant].run(inputs);   // compiles every pipeline
     }
     const times = Object.fromEntries(Object.keys(loaded).map((v) => [v, []]));
+    const host = Object.fromEntries(Object.keys(loaded).map((v) => [v, []]));
     for (let i = 0; i < prog.calls; i++) {
       for (const [variant, p] of Object.entries(loaded)) {   // variants alternate call by call
         await p.reset();
         const t = performance.now();
         await p.run(inputs);
-        times[variant].push((performance.now() - t) / 1e3);
+        const ms = performance.now() - t;
+        times[variant].push(ms / 1e3);
+        const { encode_ms: encode, wait_ms: wait, copy_ms: copy } = (await webpte.runtimeInfo()).calls.at(-1);
+        host[variant].push({ encode, wait, copy, worker: ms - encode - wait - copy });
       }
     }
     for (const p of Object.values(loaded)) await p.dispose();
-    out.programs.push({ call_s: times });
+    out.programs.push({ call_s: times, host_ms: host });
   }
   return out;
 }

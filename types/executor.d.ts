@@ -34,6 +34,21 @@ export namespace gpuCreations {
     let buffers: number;
     let bindGroups: number;
 }
+export namespace gpuTraffic {
+    let submits: number;
+    let readBytes: number;
+}
+/**
+ * The latest executor calls (at most RECENT_CALLS, oldest first), each `{n, windows, submits,
+ * readBytes, buffers, bindGroups, encode_ms, wait_ms, copy_ms}`: its number since the worker
+ * started, how many calls went in its submit, what the devices counted while it ran (queue
+ * submits, bytes read back, buffers and bind groups made) and its milliseconds on the host:
+ * recording (inputs written, passes encoded, submitted), waiting for the read back (the GPU's
+ * work and the map) and copying out. Tests count per decode step; the page bench splits a
+ * call's time.
+ * @type {Array<Record<string, number>>}
+ */
+export const recentCalls: Array<Record<string, number>>;
 export function limitName(name: string): string;
 /**
  * A Plan made real on one GPUDevice. Make it with `Executor.create`.
@@ -64,11 +79,14 @@ export class Executor {
     buffers: any[];
     pipelines: any[];
     bindGroups: any[];
+    /** @private the plan's dispatches as a compute pass's commands (#commands) */
+    private pass;
     staging: any[];
-    /** @type {Map<number, {spec: object, bindGroups: GPUBindGroup[], staging: GPUBuffer}>} k -> readout */
+    /** @type {Map<number, {spec: object, bindGroups: GPUBindGroup[], pass: object, staging: GPUBuffer}>} k -> readout */
     readouts: Map<number, {
         spec: object;
         bindGroups: GPUBindGroup[];
+        pass: object;
         staging: GPUBuffer;
     }>;
     inputRing: any;

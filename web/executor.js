@@ -22,11 +22,34 @@ const UPLOAD_CHUNK = 16 << 20; // bytes per writeBuffer: bounds the driver's sta
  */
 export const gpuCreations = { buffers: 0, bindGroups: 0 };
 
+/**
+ * Host round trips so far on those devices: queue submits (by anyone), and bytes executors
+ * read back from the GPU. Tests count them per decode step (one submit, only the readout).
+ */
+export const gpuTraffic = { submits: 0, readBytes: 0 };
+
+/**
+ * The latest executor calls (at most RECENT_CALLS, oldest first), each `{n, windows, submits,
+ * readBytes, buffers, bindGroups, encode_ms, wait_ms, copy_ms}`: its number since the worker
+ * started, how many calls went in its submit, what the devices counted while it ran (queue
+ * submits, bytes read back, buffers and bind groups made) and its milliseconds on the host:
+ * recording (inputs written, passes encoded, submitted), waiting for the read back (the GPU's
+ * work and the map) and copying out. Tests count per decode step; the page bench splits a
+ * call's time.
+ * @type {Array<Record<string, number>>}
+ */
+export const recentCalls = [];
+const RECENT_CALLS = 256;
+let callNumber = 0;
+
 function countCreations(device) {
   const createBuffer = device.createBuffer.bind(device);
   const createBindGroup = device.createBindGroup.bind(device);
+  const { queue } = device;
+  const submit = queue.submit.bind(queue);
   device.createBuffer = (desc) => { gpuCreations.buffers++; return createBuffer(desc); };
   device.createBindGroup = (desc) => { gpuCreations.bindGroups++; return createBindGroup(desc); };
+  queue.submit = (buffers) => { gpuTraffic.submits++; return submit(buffers); };
   return device;
 }
 
@@ -113,8 +136,10 @@ export class Executor {
     this.buffers = [];
     this.pipelines = [];
     this.bindGroups = [];
+    /** @private the plan's dispatches as a compute pass's commands (#commands) */
+    this.pass = null;
     this.staging = [];
-    /** @type {Map<number, {spec: object, bindGroups: GPUBindGroup[], staging: GPUBuffer}>} k -> readout */
+    /** @type {Map<number, {spec: object, bindGroups: GPUBindGroup[], pass: object, staging: GPUBuffer}>} k -> readout */
     this.readouts = new Map();
     this.inputRing = null; // the inputs of several calls (grown by runCalls)
     /** What calls did since load: submits, and bytes read back from the GPU. */
@@ -183,11 +208,14 @@ export class Executor {
       })),
     });
     this.bindGroups = await this.#scoped('a bind group of the plan', () => plan.dispatches.map(bindGroup));
+    this.pass = this.#commands(plan.dispatches, this.bindGroups);
     await this.#scoped('a readout of the plan', () => {
       for (const spec of plan.readouts) {
+        const groups = spec.dispatches.map(bindGroup);
         this.readouts.set(spec.k, {
           spec,
-          bindGroups: spec.dispatches.map(bindGroup),
+          bindGroups: groups,
+          pass: this.#commands(spec.dispatches, groups),
           staging: device.createBuffer({ size: spec.read_bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: `readout ${spec.k}` }),
         });
       }
@@ -319,15 +347,19 @@ export class Executor {
     return inputs.map((a, i) => toStorage(a, plan.inputs[i], `input ${i}`));
   }
 
-  #encodeCall(enc) {
-    const pass = enc.beginComputePass();
-    this.plan.dispatches.forEach((d, i) => {
-      pass.setPipeline(this.pipelines[d.kernel]);
-      pass.setBindGroup(0, this.bindGroups[i]);
-      pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
-    });
-    pass.end();
+  /**
+   * A compute pass's commands, resolved once at load so a call only replays arrays: the
+   * pipeline of each dispatch (null where it is the previous dispatch's: a pass keeps its
+   * pipeline, and every bind group was made for its own dispatch's pipeline), its bind group,
+   * and its workgroup counts (x, y, z side by side).
+   */
+  #commands(dispatches, bindGroups) {
+    const pipelines = dispatches.map((d, i) => (
+      i > 0 && d.kernel === dispatches[i - 1].kernel ? null : this.pipelines[d.kernel]));
+    const workgroups = Uint32Array.from(dispatches.flatMap((d) => d.workgroups));
+    return { pipelines, bindGroups, workgroups };
   }
+
 
   async #run(calls, k) {
     this.#usable();
@@ -336,11 +368,13 @@ export class Executor {
     const readout = k == null ? null : this.readouts.get(k);
     if (k != null && !readout) throw new InputError(`the plan has readouts for k in [${[...this.readouts.keys()]}], not ${k}`);
     const raws = calls.map((inputs) => this.#inputBytes(inputs));
+    const t0 = performance.now();
+    const before = [gpuTraffic.submits, gpuCreations.buffers, gpuCreations.bindGroups];
     await this.#scoped('the call', () => {
       const enc = device.createCommandEncoder();
       if (raws.length === 1) {
         raws[0].forEach((raw, i) => device.queue.writeBuffer(this.buffers[plan.inputs[i].buffer], 0, raw));
-        this.#encodeCall(enc);
+        encode(enc, this.pass);
       } else {
         const size = raws.flat().reduce((n, raw) => n + raw.byteLength, 0);
         if (!this.inputRing || this.inputRing.size < size) {
@@ -358,17 +392,11 @@ export class Executor {
             enc.copyBufferToBuffer(this.inputRing, at, this.buffers[plan.inputs[i].buffer], 0, raw.byteLength);
             at += raw.byteLength;
           });
-          this.#encodeCall(enc);
+          encode(enc, this.pass);
         }
       }
       if (readout) {
-        const pass = enc.beginComputePass();
-        readout.spec.dispatches.forEach((d, i) => {
-          pass.setPipeline(this.pipelines[d.kernel]);
-          pass.setBindGroup(0, readout.bindGroups[i]);
-          pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
-        });
-        pass.end();
+        encode(enc, readout.pass);
         enc.copyBufferToBuffer(this.buffers[readout.spec.buffer], 0, readout.staging, 0, readout.spec.read_bytes);
       } else {
         plan.outputs.forEach((o, j) => enc.copyBufferToBuffer(this.buffers[o.buffer], 0, this.staging[j], 0, this.staging[j].size));
@@ -376,26 +404,39 @@ export class Executor {
       device.queue.submit([enc.finish()]);
       this.counters.submits += 1;
     });
+    const t1 = performance.now();
     const staging = readout ? [readout.staging] : this.staging;
     try {
-      await Promise.all(staging.map((s) => s.mapAsync(GPUMapMode.READ)));
+      if (readout) await readout.staging.mapAsync(GPUMapMode.READ);
+      else await Promise.all(staging.map((s) => s.mapAsync(GPUMapMode.READ)));
     } catch (err) {
       await this.#settleLoss();
       this.#usable(); // a lost device or a disposed program says so
       throw new PlanError(`reading the outputs failed: ${err.message}`);
     }
     this.#usable();
+    const t2 = performance.now();
+    let read = 0;
     try {
       if (readout) {
-        this.counters.readBytes += readout.spec.read_bytes;
-        return new Uint32Array(readout.staging.getMappedRange(0, readout.spec.read_bytes).slice(0));
+        read = readout.spec.read_bytes;
+        return new Uint32Array(readout.staging.getMappedRange(0, read).slice(0));
       }
       return plan.outputs.map((o, j) => {
-        this.counters.readBytes += padded(storageBytes(o));
-        return fromStorage(this.staging[j].getMappedRange(0, padded(storageBytes(o))), o);
+        const n = padded(storageBytes(o));
+        read += n;
+        return fromStorage(this.staging[j].getMappedRange(0, n), o);
       });
     } finally {
-      staging.forEach((s) => s.unmap());
+      for (const s of staging) s.unmap();
+      this.counters.readBytes += read;
+      gpuTraffic.readBytes += read;
+      if (recentCalls.length === RECENT_CALLS) recentCalls.shift();
+      recentCalls.push({
+        n: ++callNumber, windows: calls.length, submits: gpuTraffic.submits - before[0], readBytes: read,
+        buffers: gpuCreations.buffers - before[1], bindGroups: gpuCreations.bindGroups - before[2],
+        encode_ms: t1 - t0, wait_ms: t2 - t1, copy_ms: performance.now() - t2,
+      });
     }
   }
 
@@ -435,6 +476,7 @@ export class Executor {
     this.inputRing = null;
     this.pipelines = [];
     this.bindGroups = [];
+    this.pass = null;
     this.device.removeEventListener?.('uncapturederror', this.onUncaptured);
   }
 
@@ -462,6 +504,19 @@ export class Executor {
       throw new PlanError(`the GPU reported an error outside any call (${err.message}); load the program again`);
     }
   }
+}
+
+/** Record one compute pass of `commands` (Executor #commands) into `enc`. */
+function encode(enc, commands) {
+  const { pipelines, bindGroups, workgroups } = commands;
+  const pass = enc.beginComputePass();
+  for (let i = 0, w = 0; i < bindGroups.length; i++, w += 3) {
+    const pipeline = pipelines[i];
+    if (pipeline !== null) pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroups[i]);
+    pass.dispatchWorkgroups(workgroups[w], workgroups[w + 1], workgroups[w + 2]);
+  }
+  pass.end();
 }
 
 const padded = (n) => Math.max(4, Math.ceil(n / 4) * 4);

@@ -8,7 +8,7 @@ import { InputError, errorFromWire } from './errors.js';
 import { fetchBody } from './files.js';
 import { modelHandlers } from './model_worker.js';
 import { Transfer, serve } from './protocol.js';
-import { gpuCreations } from './executor.js';
+import { gpuCreations, gpuTraffic, recentCalls } from './executor.js';
 import { preflightProgram, takePlan } from './preflight.js';
 import { bootPython, currentDevice, loadExecutor, pythonStarted } from './runtime.js';
 
@@ -82,9 +82,11 @@ const handlers = {
 
   /**
    * -> {programs, models, python: bool, adapter: {vendor, architecture, ...} | null, created:
-   * {buffers, bindGroups} (GPU objects made so far), memory: {wasmHeapBytes} (Pyodide's; null
-   * before Python boots)}. `{gc: true}` collects garbage first where the browser allows it
-   * (--js-flags=--expose-gc).
+   * {buffers, bindGroups} (GPU objects made so far), traffic: {submits, readBytes} (queue
+   * submits and bytes read back so far), calls: the latest executor calls, each with what the
+   * devices counted while it ran and its host timings (executor.js recentCalls), memory:
+   * {wasmHeapBytes} (Pyodide's; null before Python boots)}. `{gc: true}` collects garbage first where the
+   * browser allows it (--js-flags=--expose-gc).
    */
   async info(content) {
     const d = currentDevice() ? await currentDevice() : null;
@@ -92,7 +94,8 @@ const handlers = {
     return {
       programs: programs.size, models: models.count(), python: pythonStarted(),
       adapter: d?.adapterInfo ? { ...plain(d.adapterInfo) } : null,
-      created: { ...gpuCreations }, memory: await memory(),
+      created: { ...gpuCreations }, traffic: { ...gpuTraffic }, calls: [...recentCalls],
+      memory: await memory(),
     };
   },
 

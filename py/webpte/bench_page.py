@@ -5,7 +5,8 @@ of each program, for the page's own WGSL features (asked of headless Chromium fi
 page (tools/bench_page.mjs, over the built dist/) only times them; the floors, families and
 percentages are computed here from the same plans, so the page's row and the native rows
 count the same work. Family times need one submit per family, which the page's executor
-does not offer: the page reports call times and ceilings only.
+does not offer: the page reports call times and ceilings, and splits each call's time on
+the host (`host_ms`: encode, wait for the GPU and the map, copy, worker messages; medians).
 
 Needs a development checkout (tools/, a built dist/), node with playwright-core and Chromium.
 """
@@ -83,7 +84,10 @@ def page_roofline(programs: list[str], variants: list[str], calls: int,
         times = m["call_s"]
         out = {"driver": "page", "program": str(path), "adapter": name or "?",
                "variants": {v: report(plan, ceilings, times[v], {})
-                            for v, plan in by_variant.items()}}
+                            for v, plan in by_variant.items()},
+               "host_ms": {v: {k: round(statistics.median(c[k] for c in calls_ms), 2)
+                               for k in ("encode", "wait", "copy", "worker")}
+                           for v, calls_ms in m["host_ms"].items()}}
         if len(variants) > 1:
             base = statistics.median(times[variants[0]])
             out["ratios"] = {v: round(statistics.median(times[v]) / base, 3)
