@@ -16,7 +16,7 @@ from webpte.bench import format_roofline
 from webpte.kernels.quantized.linear_q8 import DECODE_HINT
 from webpte.program import plan_method
 from webpte.pte import read_program
-from webpte.roofline import report
+from webpte.roofline import family, report
 
 PTE = FIXTURES / "decoder_q8_tiny.pte"
 
@@ -32,11 +32,13 @@ def test_the_page_row_is_reported_from_the_plans_it_ran(monkeypatch):
         d = Path(job["dir"])
         seen["plans"] = {v: (d / f).read_text() for v, f in job["programs"][0]["plans"].items()}
         seen["inputs"] = [(d / t["file"]).stat().st_size for t in job["programs"][0]["inputs"]]
+        seen["families"] = job["programs"][0]["families"]
         return {"probes": {p["name"]: 0.5 for p in job["probes"]},
                 "programs": [{"call_s": {"skinny": [0.02, 0.01, 0.03]},
                               "host_ms": {"skinny": [
                                   {"encode": e, "wait": 15.0, "copy": 0.1, "worker": 1.0}
-                                  for e in (0.5, 0.25, 2.0)]}}]}
+                                  for e in (0.5, 0.25, 2.0)]},
+                              "family_s": {"skinny": {"rms_norm": 0.002}}}]}
 
     monkeypatch.setattr(bench_page, "_node", fake_node)
     [r] = bench_page.page_roofline([str(PTE)], ["skinny"], calls=3)
@@ -46,7 +48,13 @@ def test_the_page_row_is_reported_from_the_plans_it_ran(monkeypatch):
     assert seen["plans"]["skinny"] == plan.to_json()
     assert seen["inputs"] == [math.prod(s.shape) * np.dtype(s.dtype).itemsize
                               for s in plan.inputs]
-    want = report(plan, r["variants"]["skinny"]["ceilings"], [0.02, 0.01, 0.03], {})
+    # Every dispatch is timed in its family's submit, in plan order.
+    fams = seen["families"]["skinny"]
+    assert sorted(i for idx in fams.values() for i in idx) == list(range(len(plan.dispatches)))
+    assert all(family(plan, plan.dispatches[i]) == name for name, idx in fams.items() for i in idx)
+    want = report(plan, r["variants"]["skinny"]["ceilings"], [0.02, 0.01, 0.03],
+                  {"rms_norm": 0.002})
+    assert want["families"]["rms_norm"]["time_ms"] == 2.0
     assert r["variants"]["skinny"] == want
     assert want["call"]["time_ms"] == 20.0 and r["driver"] == "page"
     native = {"driver": "swiftshader", "program": str(PTE), "adapter": "x",

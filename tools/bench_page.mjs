@@ -2,14 +2,19 @@
 // SwiftShader) runs plans that Python made, and prints what it measured as one JSON line.
 //   node tools/bench_page.mjs features     -> {"features": [...], "adapter": {...}}
 //   node tools/bench_page.mjs run JOB.json -> {"probes": {name: best_s}, "programs": [{call_s:
-//     {variant: [...]}, host_ms: {variant: {encode, wait, copy, worker}[]}}]}
+//     {variant: [...]}, host_ms: {variant: {encode, wait, copy, worker}[]}, family_s: {variant:
+//     {family: s}}}]}
 // JOB.json (py/webpte/bench_page.py writes it): {"dir": folder served as /job/, "tries": n,
 // "probes": [{"name", "plan"}], "programs": [{"pte", "plans": {variant: file}, "inputs":
-// [{"file", "dtype", "shape"}], "calls"}]} with every file name relative to dir. Probes run
+// [{"file", "dtype", "shape"}], "calls", "families": {variant: {family: [dispatch index]}}}]}
+// with every file name relative to dir. Probes run
 // with an empty program (their buffers start zeroed); programs are reset before each timed call.
 // host_ms splits each timed call by the worker executor's own clock (runtimeInfo().calls):
 // encode (inputs written, passes recorded, submitted), wait (until the read back is mapped: the
 // GPU's work), copy (out of the mapped range) and worker (the rest: the request's messages).
+// family_s: each kernel family's dispatches alone in one submit, on an Executor in the page
+// (as py/webpte/roofline.py family_times does natively): the best of `tries`, less an empty
+// submit's.
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,8 +48,9 @@ async function features() {
   };
 }
 
-// Runs in the page: every timing is performance.now() around an awaited run, which ends when
-// the outputs are read back, as the native Executor.run does.
+// Runs in the page (playwright sends its source, so helpers live inside): every timing is
+// performance.now() around an awaited run, which ends when the outputs are read back, as the
+// native Executor.run does.
 async function runJob(job) {
   const { webpte } = window.suite;
   const get = async (name, as) => {
@@ -54,6 +60,41 @@ async function runJob(job) {
   };
   const ARRAYS = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array };
   const out = { probes: {}, programs: [] };
+  // Seconds of each family's dispatches in one submit, waited for with onSubmittedWorkDone.
+  async function familyTimes(plan, bytes, inputs, families, tries) {
+    const ex = await webpte.Executor.create(plan, bytes);
+    try {
+      await ex.run(inputs);   // compiles every pipeline, leaves the activations of a call
+      const { device } = ex;
+      const submit = async (indices) => {
+        const t = performance.now();
+        const enc = device.createCommandEncoder();
+        const pass = enc.beginComputePass();
+        for (const i of indices) {
+          const d = ex.plan.dispatches[i];
+          pass.setPipeline(ex.pipelines[d.kernel]);
+          pass.setBindGroup(0, ex.bindGroups[i]);
+          pass.dispatchWorkgroups(...d.workgroups);
+        }
+        pass.end();
+        device.queue.submit([enc.finish()]);
+        await device.queue.onSubmittedWorkDone();
+        return (performance.now() - t) / 1e3;
+      };
+      const best = async (indices) => {
+        let b = Infinity;
+        for (let i = 0; i < tries; i++) b = Math.min(b, await submit(indices));
+        return b;
+      };
+      const overhead = await best([]);
+      const secs = {};
+      for (const [name, indices] of Object.entries(families)) secs[name] = Math.max(0, (await best(indices)) - overhead);
+      return secs;
+    } finally {
+      ex.dispose();
+      ex.device.destroy();
+    }
+  }
   for (const probe of job.probes) {
     const p = await webpte.loadProgram(new Uint8Array(0), { plan: await get(probe.plan, 'text'), preflight: false });
     await p.run([]);
@@ -88,7 +129,11 @@ async function runJob(job) {
       }
     }
     for (const p of Object.values(loaded)) await p.dispose();
-    out.programs.push({ call_s: times, host_ms: host });
+    const families = {};
+    for (const [variant, file] of Object.entries(prog.plans)) {
+      families[variant] = await familyTimes(await get(file, 'text'), bytes, inputs, prog.families[variant], job.tries);
+    }
+    out.programs.push({ call_s: times, host_ms: host, family_s: families });
   }
   return out;
 }

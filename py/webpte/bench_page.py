@@ -4,9 +4,10 @@ Python makes every plan, as it does for the page: the ceiling probes and each de
 of each program, for the page's own WGSL features (asked of headless Chromium first). The
 page (tools/bench_page.mjs, over the built dist/) only times them; the floors, families and
 percentages are computed here from the same plans, so the page's row and the native rows
-count the same work. Family times need one submit per family, which the page's executor
-does not offer: the page reports call times and ceilings, and splits each call's time on
-the host (`host_ms`: encode, wait for the GPU and the map, copy, worker messages; medians).
+count the same work. The page times calls through its worker, and each kernel family's
+dispatches in one submit on an Executor in the page (as `roofline.family_times` does
+natively); it splits each call's time on the host (`host_ms`: encode, wait for the GPU and
+the map, copy, worker messages; medians).
 
 Needs a development checkout (tools/, a built dist/), node with playwright-core and Chromium.
 """
@@ -46,7 +47,7 @@ def page_roofline(programs: list[str], variants: list[str], calls: int,
     from .kernels.quantized.linear_q8 import DECODE_HINT
     from .program import plan_method
     from .pte import open_source, read_program
-    from .roofline import ceiling_probes, ceilings_from, report
+    from .roofline import ceiling_probes, ceilings_from, family, report
 
     info = _node("features")
     features = frozenset(f for f in info["features"] if not f.startswith(DECODE_HINT))
@@ -64,10 +65,15 @@ def page_roofline(programs: list[str], variants: list[str], calls: int,
                           for v in variants}
             plans.append(by_variant)
             shutil.copyfile(path, d / f"p{i}.pte")
-            entry = {"pte": f"p{i}.pte", "plans": {}, "inputs": [], "calls": calls}
+            entry = {"pte": f"p{i}.pte", "plans": {}, "inputs": [], "calls": calls,
+                     "families": {}}
             for v, plan in by_variant.items():
                 (d / f"p{i}_{v}.json").write_text(plan.to_json())
                 entry["plans"][v] = f"p{i}_{v}.json"
+                fams: dict[str, list[int]] = {}
+                for j, disp in enumerate(plan.dispatches):
+                    fams.setdefault(family(plan, disp), []).append(j)
+                entry["families"][v] = fams
             arrays = _inputs_for(next(iter(by_variant.values())), np.random.default_rng(0))
             for j, a in enumerate(arrays):
                 (d / f"p{i}_in{j}.bin").write_bytes(a.tobytes())
@@ -83,7 +89,7 @@ def page_roofline(programs: list[str], variants: list[str], calls: int,
     for path, by_variant, m in zip(programs, plans, measured["programs"]):
         times = m["call_s"]
         out = {"driver": "page", "program": str(path), "adapter": name or "?",
-               "variants": {v: report(plan, ceilings, times[v], {})
+               "variants": {v: report(plan, ceilings, times[v], m["family_s"][v])
                             for v, plan in by_variant.items()},
                "host_ms": {v: {k: round(statistics.median(c[k] for c in calls_ms), 2)
                                for k in ("encode", "wait", "copy", "worker")}
