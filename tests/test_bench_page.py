@@ -38,7 +38,7 @@ def test_the_page_row_is_reported_from_the_plans_it_ran(monkeypatch):
                               "host_ms": {"skinny": [
                                   {"encode": e, "wait": 15.0, "copy": 0.1, "worker": 1.0}
                                   for e in (0.5, 0.25, 2.0)]},
-                              "family_s": {"skinny": {"rms_norm": 0.002}}}]}
+                              "family_s": {"skinny": {"rope": 0.002}}}]}
 
     monkeypatch.setattr(bench_page, "_node", fake_node)
     [r] = bench_page.page_roofline([str(PTE)], ["skinny"], calls=3)
@@ -53,8 +53,8 @@ def test_the_page_row_is_reported_from_the_plans_it_ran(monkeypatch):
     assert sorted(i for idx in fams.values() for i in idx) == list(range(len(plan.dispatches)))
     assert all(family(plan, plan.dispatches[i]) == name for name, idx in fams.items() for i in idx)
     want = report(plan, r["variants"]["skinny"]["ceilings"], [0.02, 0.01, 0.03],
-                  {"rms_norm": 0.002})
-    assert want["families"]["rms_norm"]["time_ms"] == 2.0
+                  {"rope": 0.002})
+    assert want["families"]["rope"]["time_ms"] == 2.0
     assert r["variants"]["skinny"] == want
     assert want["call"]["time_ms"] == 20.0 and r["driver"] == "page"
     native = {"driver": "swiftshader", "program": str(PTE), "adapter": "x",

@@ -19,19 +19,21 @@ FIXTURES = Path(__file__).parent / "fixtures"
 QUANTIZE = "quantized_decomposed.quantize_per_tensor.default"
 # Dispatches per call unfused -> fused (elementwise and dual int8 linears, test_fusion_q8.py),
 # quantize included: chains ending in a quantize are one dispatch, repeated ops are computed
-# once (plan/share.py) and the pass-1 quantize shares the pass-2 chain's dispatch.
+# once (plan/share.py), the pass-1 quantize shares the pass-2 chain's dispatch and an
+# rms_norm read only by such a chain is computed in it.
 PROGRAMS = {
-    "decoder_q8_tiny.pte": (254, 47),
+    "decoder_q8_tiny.pte": (254, 42),
     "vision_q8_tiny.pte": (216, 95),
     "linear_q8.pte": (14, 7),
     "siglip_block_f32.pte": (20, 20),
-    "tiny_vlm/decoder_q8.pte": (254, 47),
+    "tiny_vlm/decoder_q8.pte": (254, 42),
     "tiny_vlm/vision_q8.pte": (118, 54),
 }
 # Kernels (pipelines) fused: quantize in groups adds none (one fewer: the lone quantize's);
 # the vision towers' tiled pairs are one dual kernel per shape instead of linear + add; the
-# decoders' attention-sink blends (sub, mul, add with broadcast operands) are one kernel.
-KERNELS = {"decoder_q8_tiny.pte": 23, "tiny_vlm/decoder_q8.pte": 23, "vision_q8_tiny.pte": 24,
+# decoders' attention-sink blends (sub, mul, add with broadcast operands) are one kernel, and
+# each rms_norm runs in its quantize chain's kernel (no rms_norm kernel of its own).
+KERNELS = {"decoder_q8_tiny.pte": 22, "tiny_vlm/decoder_q8.pte": 22, "vision_q8_tiny.pte": 24,
            "tiny_vlm/vision_q8.pte": 24}
 
 
@@ -331,3 +333,35 @@ def test_broadcast_operands_fuse_bitwise(gpu):
     native, ref = run_graph_both(g, blob, arrays)
     for o, r in zip(native, ref):
         assert o.tobytes() == r.astype(np.float32).tobytes()
+
+
+def _norm_chain(shared: bool):
+    """rms_norm -> mul by a constant -> add x; with `shared` the normed tensor is an output."""
+    b = GraphBuilder()
+    x = b.tensor(np.float32, (3, 40))
+    w = b.constant(np.random.default_rng(13).standard_normal(40).astype(np.float32))
+    half = b.constant(np.array(0.37, np.float32))
+    n, m, o = (b.tensor(np.float32, (3, 40)) for _ in range(3))
+    b.op("et_vk.rms_norm.default", x, w, b.scalar(1e-6), n)
+    b.op("aten.mul.Tensor", n, half, m)
+    b.op("aten.sub.Tensor", x, m, b.scalar(1), o)
+    return b.build([x], [o, n] if shared else [o])
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_rms_norm_runs_in_its_chain_bitwise(gpu, shared):
+    from webpte.native import Executor
+    g, blob = _norm_chain(shared)
+    fused, unfused = lower(g), lower(g, fuse=False)
+    ops = [d.op for d in fused.dispatches]
+    want = (["et_vk.rms_norm.default", "fused:mul+sub"] if shared
+            else ["fused:rms_norm+mul+sub"])
+    assert ops == want, ops
+    x = (np.random.default_rng(14).standard_normal((3, 40)) * 3).astype(np.float32)
+    outs = []
+    for plan in (fused, unfused):
+        ex = Executor(plan, blob)
+        ex.poison()
+        outs.append(ex.run([x]))
+    for a, b in zip(*outs):
+        assert a.tobytes() == b.tobytes()

@@ -23,8 +23,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 DUAL = "fused:linear_q8+linear_q8+add"
 # Dispatches per call: no fusion, elementwise only, all; and the dual dispatches.
 PROGRAMS = {
-    "decoder_q8_tiny.pte": (254, 77, 47, 15),    # 6 duals take their consumer's chain
-    "tiny_vlm/decoder_q8.pte": (254, 77, 47, 15),
+    "decoder_q8_tiny.pte": (254, 72, 42, 15),    # 6 duals take their consumer's chain
+    "tiny_vlm/decoder_q8.pte": (254, 72, 42, 15),
     "vision_q8_tiny.pte": (216, 121, 95, 13),   # one 4-row pair, 12 tiled (64 rows)
     "tiny_vlm/vision_q8.pte": (118, 68, 54, 7),  # every pair has > 8 rows: tiled
 }

@@ -41,10 +41,16 @@ class Group:
     numel: int
     external: list[int] = field(default_factory=list)   # input value ids, first use order
     roots: list[int] = field(default_factory=list)
+    head: int | None = None  # an rms_norm node (among `nodes`) whose output only the chain reads
+
+    @property
+    def chain(self) -> list[int]:
+        """The elementwise nodes."""
+        return [n for n in self.nodes if n != self.head]
 
     @property
     def root(self) -> int:
-        return self.nodes[-1]
+        return self.chain[-1]
 
     @property
     def outputs(self) -> list[int]:
@@ -153,7 +159,42 @@ def find_groups(graph: Graph, uses: Uses, exclude=frozenset(),
     merged = _merge_siblings(graph, sorted(group_of.values(), key=lambda g: g.root),
                              elements, unstable)
     groups = {g.at: g for g in merged if len(g.nodes) > 1}
+    for g in groups.values():
+        _attach_norm(graph, g, uses, elements, exclude)
     return groups, elements
+
+
+NORM = "et_vk.rms_norm.default"
+
+
+def _attach_norm(graph: Graph, g: Group, uses: Uses, elements: dict[int, Element],
+                 exclude) -> None:
+    """Make an rms_norm the group's head when the group is the only reader of its output
+    (the decoder's pass-1 quantize and pass-2 chain of the normed activation): one dispatch
+    norms each row and runs the chain on it, the normed tensor never stored."""
+    from ..kernels.reduce.rms_norm import chain_fits
+
+    for vid in g.external:
+        node = next((n for n in range(min(g.nodes) - 1, -1, -1)
+                     if graph.chain[n].args and graph.chain[n].args[-1] == vid), None)
+        if node is None or node in exclude or graph.chain[node].name != NORM:
+            continue
+        op = graph.chain[node]
+        reads = sum(graph.chain[n].args.count(vid) for n in g.nodes)
+        packed = storage_of(graph.values[elements[g.root].out]) in PACKED
+        rest = [v for v in g.external if v != vid]
+        source = prepacked(graph)   # equal constants share one buffer
+        # x, w, the other inputs, params and the outputs must fit the bindings.
+        if (vid in uses.io or uses.counts.get(vid, 0) != reads + 1
+                or graph.tensor(vid).numel != g.numel
+                or 2 + len({arg_key(graph, source.get(v, v)) for v in rest}) + 1 + len(g.outputs)
+                > MAX_BINDINGS
+                or not chain_fits(Args(graph, f"{op.name} (node {node})"), op, packed)):
+            continue
+        g.head = node
+        g.external = rest
+        g.nodes = sorted(g.nodes + [node])
+        return
 
 
 def _merge_siblings(graph: Graph, found: list[Group], elements: dict[int, Element],
@@ -264,16 +305,24 @@ def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
     read. Registers are named by position in the group, so that the same chain in every
     layer renders the same source (one pipeline)."""
     n = max(1, group.numel)
-    code = chain_code(L, group.nodes, elements, group.external, {}, group.numel)
+    nodes = group.chain
+    register = {}
+    if group.head is not None:   # the normed value, in its stored form, is register nv
+        register[L.graph.chain[group.head].args[-1]] = "nv"
+    code = chain_code(L, nodes, elements, group.external, register, group.numel)
     bufs, words = code["bufs"], code["words"]
     outs = [elements[node].out for node in group.outputs]
     kinds = [L.storage(v) for v in outs]
     packed = kinds[0] in PACKED
-    outputs = [{"binding": f"out{r}", "step": group.nodes.index(node), "kind": kind,
+    outputs = [{"binding": f"out{r}", "step": nodes.index(node), "kind": kind, "value": v,
                 "decl": (f"out{r}", WGSL_TYPE[kind], "read_write")}
-               for r, (node, kind) in enumerate(zip(group.outputs, kinds))]
+               for r, (node, kind, v) in enumerate(zip(group.outputs, kinds, outs))]
+    ops = "+".join(elements[node].op for node in nodes)
+    if group.head is not None:
+        from ..kernels.reduce.rms_norm import lower_chain
+        lower_chain(L, L.graph.chain[group.head], code, outputs, "rms_norm+" + ops, packed)
+        return
     wg, row = L.grid(-(-n // 4) if packed else n)
-    ops = "+".join(elements[node].op for node in group.nodes)
     k = L.kernel("fused/fused_elementwise", ops=ops, n=n,
                  inputs=[(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])]
                  + ([("p", "u32", "read")] if code["reads_params"] else []),

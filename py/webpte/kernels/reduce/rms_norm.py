@@ -1,12 +1,16 @@
 """et_vk.rms_norm.default: `x * rsqrt(mean(x^2) + eps) * w` over the last dim.
 
 One workgroup per row: each invocation sums squares over a strided slice, a tree
-reduction in workgroup memory gives the row's sum. The reference accumulates the
-sum of squares in float64 and applies the scale in float32, as the kernel does.
+reduction in workgroup memory gives the row's sum. An elementwise chain reading only the
+normed tensor (the decoder's pass-1 quantize and pass-2 error chain) may run in the same
+dispatch (`lower_chain`, planned by plan/fusion.py), the normed tensor never stored. The
+reference accumulates the sum of squares in float64 and applies the scale in float32, as
+the kernel does.
 """
 
 from __future__ import annotations
 
+from ...plan.storage import storage_of
 from .._np import np
 from ..registry import OpUnit
 
@@ -27,22 +31,58 @@ def _parse(A, call):
     return x, w, A.float(eps_id), out
 
 
-def lower(L, call) -> None:
-    x, w, eps, out = _parse(L.args, call)
-    tx, tw, to = L.tensor(x), L.tensor(w), L.tensor(out)
+def _check(A, x, w, out) -> str | None:
+    """Why the kernel cannot run this call, or None."""
+    tx, tw, to = A.tensor(x), A.tensor(w), A.tensor(out)
     if not tx.dims:
-        raise L.unsupported("rms_norm of a 0-d tensor")
+        return "rms_norm of a 0-d tensor"
     d = tx.dims[-1]
     if tuple(tw.dims) != (d,) or tuple(to.dims) != tuple(tx.dims):
-        raise L.unsupported(f"x {list(tx.dims)}, weight {list(tw.dims)}, out {list(to.dims)}: "
-                            f"weight must be [{d}] and out the shape of x")
-    if {L.storage(x), L.storage(w), L.storage(out)} != {"f32"}:
-        raise L.unsupported("rms_norm runs on float32 tensors only")
+        return (f"x {list(tx.dims)}, weight {list(tw.dims)}, out {list(to.dims)}: "
+                f"weight must be [{d}] and out the shape of x")
+    if {storage_of(A.tensor(v)) for v in (x, w, out)} != {"f32"}:
+        return "rms_norm runs on float32 tensors only"
+    return None
+
+
+def _grid(A, x) -> tuple[int, int, tuple[int, int, int]]:
+    """(d, rows, workgroups): one workgroup per row."""
+    tx = A.tensor(x)
+    d = tx.dims[-1]
     rows = max(1, tx.numel // max(d, 1))
-    wg = workgroup_size(d)
-    k = L.kernel("reduce/rms_norm", d=d, rows=rows, eps=eps, workgroup=wg, group_row=MAX_GROUPS)
-    groups = (min(rows, MAX_GROUPS), -(-rows // MAX_GROUPS), 1)
+    return d, rows, (min(rows, MAX_GROUPS), -(-rows // MAX_GROUPS), 1)
+
+
+def lower(L, call) -> None:
+    x, w, eps, out = _parse(L.args, call)
+    why = _check(L.args, x, w, out)
+    if why:
+        raise L.unsupported(why)
+    d, rows, groups = _grid(L.args, x)
+    k = L.kernel("reduce/rms_norm", d=d, rows=rows, eps=eps, workgroup=workgroup_size(d),
+                 group_row=MAX_GROUPS)
     L.dispatch(k, [L.buf(x), L.buf(w), L.buf(out)], groups)
+
+
+def chain_fits(A, call, packed: bool) -> bool:
+    """Whether an elementwise chain on this call's output can run in its kernel
+    (`lower_chain`): a supported call whose rows are whole output words when packed."""
+    x, w, _, out = _parse(A, call)
+    return _check(A, x, w, out) is None and (not packed or A.tensor(x).dims[-1] % 4 == 0)
+
+
+def lower_chain(L, call, code: dict, outputs: list[dict], ops: str, packed: bool) -> None:
+    """One dispatch: the norm of each row, then the fused chain (plan/fusion.chain_code's
+    `code`, reading the normed value as register `nv`) on each element, writing `outputs`
+    (fusion.lower_group's) instead of the normed tensor."""
+    x, w, eps, _ = _parse(L.args, call)
+    d, rows, groups = _grid(L.args, x)
+    inputs = [(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])] + [("p", "u32", "read")]
+    k = L.kernel("fused/rms_norm_chain", d=d, rows=rows, eps=eps, workgroup=workgroup_size(d),
+                 group_row=MAX_GROUPS, ops=ops, inputs=inputs, outputs=outputs, packed=packed,
+                 externals=code["externals"], steps=code["steps"], zero=code["zero"])
+    bufs = [L.buf(x), L.buf(w)] + code["bufs"] + [L.params(*code["words"])]
+    L.dispatch(k, bufs + [L.buf(o["value"]) for o in outputs], groups, label=f"fused:{ops}")
 
 
 def reference(R, call) -> None:
