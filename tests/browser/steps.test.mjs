@@ -1,5 +1,5 @@
 // Host round trips of a conversation in the page (tests/test_prefill_submit.py natively): with
-// the tiny VLM (tests/fixtures/tiny_vlm), every decode step is one submit that creates no GPU
+// the tiny VLM's decoder (tests/fixtures/tiny_vlm), every decode step is one submit that creates no GPU
 // buffer and no bind group and reads back only the sampled readout: a 4-byte id when greedy, 64
 // ids and their logits when sampling top-k, the vocabulary's logits only when sampling without
 // top-k. The prompt's windows go in the submits the worker sizes by time (done.prefillSubmits),
@@ -11,13 +11,28 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSuitePage } from './browser.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const TINY_VLM = join(ROOT, 'tests/fixtures/tiny_vlm');
+// Its text half (the same files, the meta without the vision program): the test asks no image,
+// and not planning the vision program saves load time.
+const TEXT = (() => {
+  const dir = join(ROOT, 'build/web-test/tiny-vlm-text');
+  const meta = JSON.parse(readFileSync(join(TINY_VLM, 'webpte_model.json'), 'utf8'));
+  delete meta.sha256[meta.vision];
+  delete meta.vision;
+  rmSync(dir, { recursive: true, force: true });
+  for (const file of Object.keys(meta.sha256)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    symlinkSync(join(TINY_VLM, file), join(dir, file));
+  }
+  writeFileSync(join(dir, 'webpte_model.json'), JSON.stringify(meta));
+  return dir;
+})();
 const PY = process.env.WEBPTE_PY ?? join(ROOT, '.venv/bin/python');
 // The width of the decoder's logits, from its plan (as Python makes it for the page).
 const VOCAB = Number(execFileSync(PY, ['-c', 'import sys; from webpte.pte import read_program; '
@@ -31,9 +46,9 @@ assert.ok(existsSync(join(ROOT, 'dist/index.js')), 'dist/ is missing: run `npm r
 
 let s;
 before(async () => {
-  s = await openSuitePage({ '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'), '/tiny-vlm/': TINY_VLM });
+  s = await openSuitePage({ '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'), '/tiny-text/': TEXT });
   const err = await s.page.evaluate(() => suite.errorOf((async () => {
-    window.model = await suite.webpte.loadModel('/tiny-vlm/');
+    window.model = await suite.webpte.loadModel('/tiny-text/');
   })()));
   assert.equal(err, null, JSON.stringify(err));
 });
