@@ -360,7 +360,6 @@ export class Executor {
     return { pipelines, bindGroups, workgroups };
   }
 
-
   async #run(calls, k) {
     this.#usable();
     const { plan, device } = this;
@@ -407,8 +406,7 @@ export class Executor {
     const t1 = performance.now();
     const staging = readout ? [readout.staging] : this.staging;
     try {
-      if (readout) await readout.staging.mapAsync(GPUMapMode.READ);
-      else await Promise.all(staging.map((s) => s.mapAsync(GPUMapMode.READ)));
+      await Promise.all(staging.map((s) => s.mapAsync(GPUMapMode.READ)));
     } catch (err) {
       await this.#settleLoss();
       this.#usable(); // a lost device or a disposed program says so
