@@ -180,3 +180,15 @@ bench: web model
 	@mkdir -p $(XDG_RUNTIME_DIR) out
 	@MODEL=$(SMOLLM2_DIR) && $(BIN)/webpte bench --roofline --adapters $(BENCH_ADAPTERS) \
 	  --variants $(BENCH_VARIANTS) --calls 5 "$$MODEL/decoder_q8.pte" | tee out/bench.txt
+
+# The vision tower benchmark: two SmolVLM-shaped q8 layers (1024 rows, width 768, MLP 3072)
+# exported once into build/vision_bench (about 31 MB, torch + executorch), then the roofline
+# report on lavapipe.
+.PHONY: bench-vision
+VISION_BENCH := build/vision_bench/vision_q8_full2.pte
+$(VISION_BENCH): | $(VENV)/.export-deps
+	$(BIN)/python tools/export_vision_bench.py --out build/vision_bench --layers 2
+bench-vision: $(VISION_BENCH)
+	@mkdir -p $(XDG_RUNTIME_DIR) out
+	$(BIN)/webpte bench --roofline --adapters lavapipe --calls 5 $(VISION_BENCH) \
+	  | tee out/bench-vision.txt

@@ -1,4 +1,4 @@
-"""The untiled f32 matmul CPU adapters get for short K (hint f32_gemm:direct): odd batch, M
+"""The untiled f32 matmul CPU adapters get (hint f32_gemm:direct): odd batch, M
 and N edges, biases; products it does not fit keep the tiled kernel."""
 
 import numpy as np
@@ -50,7 +50,8 @@ def _check(graph, blob, xs):
     (3, 37, 44, 20),    # ragged rows (37 = 4 * 8 + 5) and columns (20 = one 16 block + 4)
     (2, 1, 4, 4),       # one row, the smallest K and N
     (1, 70, 64, 132),   # several workgroups in x and y, attention-score K
-    (2, 9, DIRECT_MAX_K, 8),
+    (2, 21, 260, 24),   # long K: 16x8 blocks, ragged rows and columns
+    (1, 9, DIRECT_MAX_K, 8),
 ])
 def test_direct_bmm(gpu, rng, B, M, K, N):
     graph, blob = _bmm(B, M, K, N)
@@ -70,7 +71,7 @@ def test_direct_addmm_bias(gpu, rng, bias_shape):
 @pytest.mark.parametrize("B,M,K,N", [
     (1, 8, 6, 8),                   # K not a multiple of 4
     (1, 8, 8, 6),                   # N not a multiple of 4
-    (1, 8, DIRECT_MAX_K + 4, 8),    # long K: the tiles reuse more than they cost
+    (1, 8, DIRECT_MAX_K + 4, 8),    # K past the longest measured
 ])
 def test_tiled_where_direct_does_not_fit(B, M, K, N):
     graph, _ = _bmm(B, M, K, N)

@@ -1,5 +1,5 @@
 """aten.bmm.default, aten.linear.default and aten.addmm.default: f32 matmuls tiled in
-workgroup memory (or, on CPU adapters and short K, untiled: `direct_fit`).
+workgroup memory (or, on CPU adapters, untiled: `direct_fit`).
 
 `emit_matmul` is the shared lowering (conv.py uses it for patch embeddings).
 The numpy reference accumulates in float64 and rounds the result to float32.
@@ -12,12 +12,16 @@ from .._np import np
 from ..registry import OpUnit
 
 TK = 8  # k depth of a tile: (TM + TN) * TK * 4 bytes of workgroup memory (<= 8 KiB)
-# Planner hint (plan/hints.py, CPU adapters): short-K products read their operands straight
-# from storage, RM x RN outputs per invocation, no workgroup staging and no barriers, which on
+# Planner hint (plan/hints.py, CPU adapters): products read their operands straight from
+# storage, RM x RN outputs per invocation, no workgroup staging and no barriers, which on
 # lavapipe cost more than the reuse they buy (a GPU keeps the tiles).
 F32_GEMM_DIRECT = "f32_gemm:direct"
-DIRECT_BLOCK = (8, 16)
-DIRECT_MAX_K = 256
+DIRECT_MAX_K = 1024
+# (RM, RN) outputs per invocation: up to K 256 more columns (the tower's q.k^T, K 64: 8x16
+# 1.3-1.6x the tiled kernel, 16x8 1.1x), beyond it more rows (p.v, K 1024: 16x8 1.4x, 8x16
+# 1.0x; lavapipe, one process, interleaved, min of 8).
+DIRECT_SHORT_K = 256
+DIRECT_BLOCKS = {"short": (8, 16), "long": (16, 8)}
 
 
 def pick_tile(M: int, N: int) -> tuple[int, int, int, int, int]:
@@ -48,8 +52,7 @@ def _fill_mode(strides, t_axis: int, T: int, K: int) -> str:
 def direct_fit(features, a_strides, b_strides, K: int, N: int) -> bool:
     """Whether the CPU adapters' untiled kernel runs this product: the hint asks for it, A's k
     and B's n are unit-stride with every stride, K and N multiples of 4 (vec4 loads and
-    stores), and K is short (measured on lavapipe, one process: 1.3-1.7x the tiled kernel's
-    speed for attention scores, K 64; the same speed for K 1024, which keeps the tiles)."""
+    stores), and K at most DIRECT_MAX_K (the longest measured)."""
     return (F32_GEMM_DIRECT in features and a_strides[2] == 1 and b_strides[2] == 1
             and 4 <= K <= DIRECT_MAX_K and K % 4 == 0 and N % 4 == 0
             and all(s % 4 == 0 for s in (a_strides[0], a_strides[1], b_strides[0], b_strides[1])))
@@ -75,7 +78,7 @@ def emit_matmul(L, what: str, a: int, b: int, out: int, *, batch: int, M: int, N
         raise L.unsupported(f"{what}: batch {batch} exceeds 65535 workgroups")
     binds = [L.buf(a), L.buf(b)] + ([] if bias is None else [L.buf(bias)]) + [L.buf(out)]
     if b_layout == "strided" and direct_fit(L.features, a_strides, b_strides, K, N):
-        RM, RN = DIRECT_BLOCK
+        RM, RN = DIRECT_BLOCKS["short" if K <= DIRECT_SHORT_K else "long"]
         WX = min(8, -(-N // RN))
         WY = 64 // WX
         groups = (-(-N // (RN * WX)), -(-M // (RM * WY)), batch)
