@@ -47,12 +47,13 @@ def test_activations_share_buffers_by_lifetime():
 
 def test_plan_json_round_trip_and_params_buffers():
     b = GraphBuilder()
-    x = b.tensor(np.float32, (2, 5))
+    # Two inputs: quantizes of one value would be sibling chains, one multi-output dispatch.
+    x1, x2 = b.tensor(np.float32, (2, 5)), b.tensor(np.float32, (2, 5))
     q1, q2 = b.tensor(np.int8, (2, 5)), b.tensor(np.int8, (2, 5))
-    for q, scale, zp in ((q1, 0.05, 3), (q2, 0.25, -1)):
+    for x, q, scale, zp in ((x1, q1, 0.05, 3), (x2, q2, 0.25, -1)):
         b.op("quantized_decomposed.quantize_per_tensor.default", x, b.scalar(scale),
              b.scalar(zp), b.scalar(-128), b.scalar(127), b.scalar(None), q)
-    g, _ = b.build([x], [q1, q2])
+    g, _ = b.build([x1, x2], [q1, q2])
     plan = lower(g)
     # Two quantizes that differ only in scale/zero point share one kernel.
     assert len(plan.kernels) == 1 and len(plan.dispatches) == 2
