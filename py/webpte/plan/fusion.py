@@ -18,13 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import PlanError, UnsupportedOpError
 from ..kernels.common import Args
 from ..kernels.element import Element
 from ..kernels.elementwise.binary import broadcast_strides
-from ..kernels.registry import registry
 from ..pte.graph import Graph, ValueList
-from .share import arg_key, prepacked
+from .share import arg_key, element_spec, prepacked
 from .storage import PACKED, WGSL_TYPE, storage_of
 
 MAX_BINDINGS = 8  # WebGPU's default maxStorageBuffersPerShaderStage
@@ -89,14 +87,9 @@ class Uses:
 
 def _element(graph: Graph, node: int) -> Element | None:
     """The op's element spec when it can take part in a group."""
-    op = graph.chain[node]
-    unit = registry().get(op.name)
-    if unit is None or unit.element is None:
+    e = element_spec(graph, node)
+    if e is None:
         return None
-    try:
-        e = unit.element(Args(graph, f"{op.name} (node {node})"), op)
-    except (UnsupportedOpError, PlanError):
-        return None   # its own lowering reports why
     out = graph.tensor(e.out)
     if not e.fusible or out.numel == 0 or not all(
             graph.tensor(v).numel in (1, out.numel) or _broadcasts(graph.tensor(v).dims, out.dims)

@@ -39,7 +39,9 @@ def arg_key(graph: Graph, vid: int, derived=None) -> tuple:
     return ("value", vid)
 
 
-def _element(graph: Graph, node: int) -> Element | None:
+def element_spec(graph: Graph, node: int) -> Element | None:
+    """The node's element spec (kernels/element.py), or None: not an elementwise unit, or a
+    form its own lowering refuses (and reports)."""
     op = graph.chain[node]
     unit = registry().get(op.name)
     if unit is None or unit.element is None:
@@ -76,7 +78,7 @@ def share_duplicates(graph: Graph, keep=frozenset(), state=frozenset()) -> Graph
     for node, op in enumerate(graph.chain):
         args = tuple(rename.get(a, a) for a in op.args)
         op = OpCall(op.name, args, op.node_id) if args != op.args else op
-        e = _element(graph, node)
+        e = element_spec(graph, node)
         if (e is None or e.out != args[-1] or e.out in fixed or e.out in in_lists
                 or any(a in mutable for a in args[:-1])):
             kept.append((op, None))
