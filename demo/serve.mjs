@@ -65,7 +65,9 @@ export function serveStatic({ root = null, mounts = {}, port = 0, files = {}, ca
         ? Readable.from([Buffer.from(source.subarray?.(start, stop) ?? [])]) : createReadStream(source, { start, end: stop - 1 });
       if (fraction === undefined) return void body.pipe(res);
       body.pipe(res, { end: false });
-      body.on('end', () => res.socket.end()); // the client sees a body shorter than its Content-Length
+      // The client sees a body shorter than its Content-Length. The close waits a moment so a
+      // busy browser has read what was sent (on an error it drops bytes it had not handed on).
+      body.on('end', () => setTimeout(() => res.socket.end(), 250));
     };
     const virtual = files[path];
     if (Buffer.isBuffer(virtual)) return send(path, virtual.length, virtual);

@@ -42,7 +42,12 @@ describe('downloads', () => {
       return { err, cached: bytes && Array.from(bytes), progress: Object.fromEntries(fetched) };
     }, CUT);
     assert.equal(out.err, null, JSON.stringify(out.err));
-    assert.deepEqual(s.server.ranges, [`${CUT} bytes=${Math.floor(SIZE / 2)}-`], 'one Range request, from where the cut was');
+    // One Range request, from what the page had read of the cut body (all of its half unless
+    // the browser dropped some unread bytes on the error).
+    assert.equal(s.server.ranges.length, 1, JSON.stringify(s.server.ranges));
+    const from = Number(/^\S+ bytes=(\d+)-$/.exec(s.server.ranges[0])?.[1]);
+    assert.ok(s.server.ranges[0].startsWith(`${CUT} `) && from > 0 && from <= Math.floor(SIZE / 2),
+      `resumed from ${s.server.ranges[0]}; the cut was at ${Math.floor(SIZE / 2)}`);
     assert.equal(s.server.hits.get(CUT), 2, 'the cut request and the resumed one');
     assert.ok(out.cached, 'the verified decoder was cached');
     assert.equal(createHash('sha256').update(Uint8Array.from(out.cached)).digest('hex'), META.sha256['decoder_q8.pte']);
