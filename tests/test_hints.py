@@ -6,17 +6,19 @@ from __future__ import annotations
 import numpy as np
 
 from conftest import FIXTURES
+from harness import assert_close
 from webpte.native import Executor
-from webpte.plan.hints import adapter_hints, resolve_hints
+from webpte.plan.hints import adapter_hints, resolve_hints, variant_features
 from webpte.program import plan_method
 from webpte.pte import read_program
 
 
 def test_cpu_adapters_keep_the_plain_kernels_and_gpus_get_the_split_ones():
-    assert adapter_hints("CPU") == {"q8_decode:skinny", "q8_gemm:t8x16", "f32_gemm:direct"}
+    assert adapter_hints("CPU") == {"q8_decode:skinny", "q8_gemm:t8x16", "f32_gemm:direct",
+                                    "attention:serial"}
     assert adapter_hints("DiscreteGPU") == {"q8_decode:splitk", "attn_kv_chunk:256"}
-    assert resolve_hints(["dot4", "adapter_type:CPU"]) == {"dot4", "q8_decode:skinny",
-                                                           "q8_gemm:t8x16", "f32_gemm:direct"}
+    assert resolve_hints(["dot4", "adapter_type:CPU"]) == {
+        "dot4", "q8_decode:skinny", "q8_gemm:t8x16", "f32_gemm:direct", "attention:serial"}
     assert resolve_hints(["adapter_type:GPU", "q8_decode:skinny"]) == {
         "q8_decode:skinny", "attn_kv_chunk:256"}   # an explicit hint wins
     assert resolve_hints(["q8_decode:splitk"]) == {"q8_decode:splitk"}
@@ -31,6 +33,21 @@ def test_the_gpu_plan_of_a_decoder_gives_the_cpu_plans_outputs(gpu):
     rng = np.random.default_rng(3)
     inputs = [rng.standard_normal(s.shape).astype(s.dtype) if s.dtype == "float32"
               else np.zeros(s.shape, s.dtype) for s in plans["CPU"].inputs]
+    assert "sdpa_serial" in names["CPU"] and "sdpa_attention" in names["GPU"]
     outs = {t: Executor(p, data).run(inputs) for t, p in plans.items()}
     for a, b in zip(outs["CPU"], outs["GPU"]):
-        np.testing.assert_array_equal(a, b)   # int32 accumulators, the same epilogue
+        # int32 accumulators and the same epilogues; only attention's per-tile sum of exp is
+        # added in another order (serial vs tree), which moves the logits by float rounding.
+        assert_close(a, b, rel=1e-5, what="CPU plan vs GPU plan")
+
+
+def test_a_bench_variant_replaces_the_hints_of_its_kinds():
+    cpu = adapter_hints("CPU") | {"packed_4x8_integer_dot_product"}
+    assert variant_features(cpu, "splitk") == cpu - {"q8_decode:skinny"} | {"q8_decode:splitk"}
+    assert variant_features(cpu, "attention:tiled+q8_decode:splitk16") == (
+        cpu - {"q8_decode:skinny", "attention:serial"}
+        | {"attention:tiled", "q8_decode:splitk16"})
+    # In the page the adapter's hints come later, from adapter_type: the variant's still win.
+    page = variant_features({"adapter_type:CPU"}, "attention:tiled")
+    assert resolve_hints(page) == adapter_hints("CPU") - {"attention:serial"} | {
+        "attention:tiled"}

@@ -42,8 +42,11 @@ async function main([command, jobPath]) {
 async function features() {
   const adapter = await navigator.gpu.requestAdapter();
   const info = adapter?.info ?? {};
+  // What a page load tells the planner (WGSL features and adapter_type:CPU|GPU), so the
+  // bench plans the page's kernel variants.
+  const { planFeatures } = await import('/dist/runtime.js');
   return {
-    features: [...(navigator.gpu.wgslLanguageFeatures ?? [])],
+    features: await planFeatures(),
     adapter: { vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description },
   };
 }

@@ -91,18 +91,18 @@ def roofline_program(path: str, variants: list[str], calls: int = 5,
     alternate call by call), family times, floor and percent of floor."""
     import numpy as np
 
-    from .kernels.quantized.linear_q8 import DECODE_HINT
     from .native import Executor, adapter_info, wgsl_features
+    from .plan.hints import variant_features
     from .program import plan_method
     from .pte import open_source, read_program
     from .roofline import best_ceilings, family_times, measure_ceilings, report
 
-    # The adapter's own decode hint is replaced by each variant's.
-    features = frozenset(f for f in wgsl_features() if not f.startswith(DECODE_HINT))
+    # The adapter's own hints of each kind a variant names are replaced by the variant's.
+    features = wgsl_features()
     ceilings = measure_ceilings(features)
     data = open_source(path)
     prog = read_program(data)
-    exs = {v: Executor(plan_method(prog, method, features | {DECODE_HINT + v}), data)
+    exs = {v: Executor(plan_method(prog, method, variant_features(features, v)), data)
            for v in variants}
     arrays = _inputs_for(next(iter(exs.values())).plan, np.random.default_rng(0))
     times: dict[str, list[float]] = {v: [] for v in variants}
@@ -201,8 +201,9 @@ def add_parser(sub) -> None:
                    help="measure the adapter's read and int8 dot ceilings and print time, "
                         "floor and %% of floor per call and kernel family")
     b.add_argument("--variants", default="skinny",
-                   help="decode kernel variants to plan and compare (comma separated: "
-                        "skinny,splitk), with --roofline")
+                   help="plans to compare, with --roofline (comma separated): a decode "
+                        "kernel (skinny, splitk) or planner hints joined by + "
+                        "(attention:tiled, attention:serial+q8_decode:splitk)")
     b.add_argument("--adapters", default=None,
                    help=f"run --roofline on each of these Vulkan drivers "
                         f"({','.join(ICDS)}) in a subprocess, and `page` in headless "

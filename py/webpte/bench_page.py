@@ -44,13 +44,13 @@ def page_roofline(programs: list[str], variants: list[str], calls: int,
     import numpy as np
 
     from .bench import _inputs_for
-    from .kernels.quantized.linear_q8 import DECODE_HINT
+    from .plan.hints import variant_features
     from .program import plan_method
     from .pte import open_source, read_program
     from .roofline import ceiling_probes, ceilings_from, family, report
 
     info = _node("features")
-    features = frozenset(f for f in info["features"] if not f.startswith(DECODE_HINT))
+    features = frozenset(info["features"])
     probes = ceiling_probes(features)
     with tempfile.TemporaryDirectory(prefix="webpte-bench-page-") as tmp:
         d = Path(tmp)
@@ -61,7 +61,7 @@ def page_roofline(programs: list[str], variants: list[str], calls: int,
         plans = []
         for i, path in enumerate(programs):
             prog = read_program(open_source(path))
-            by_variant = {v: plan_method(prog, "forward", features | {DECODE_HINT + v})
+            by_variant = {v: plan_method(prog, "forward", variant_features(features, v))
                           for v in variants}
             plans.append(by_variant)
             shutil.copyfile(path, d / f"p{i}.pte")

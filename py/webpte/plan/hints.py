@@ -4,14 +4,16 @@ A hint is a pseudo-feature among the lowering's features ("q8_decode:splitk",
 "attn_kv_chunk:256"). Natively the adapter type comes from wgpu (`adapter_type`: "CPU",
 "DiscreteGPU", ...); in the page the worker tells "CPU" from a fallback / software adapter.
 Measured with `webpte bench --roofline --variants`: on lavapipe and SwiftShader the split
-kernels are slower, so CPU adapters keep the plain ones.
+kernels are slower, so CPU adapters keep the plain ones; their attention runs one row per
+invocation (SmolLM2's decode window on lavapipe: 438 -> 131 us a layer; SwiftShader 2.78 ms
+-> 0.14 ms), since barriers are slow there.
 """
 
 from __future__ import annotations
 
-from ..kernels.attention._tiled import KV_CHUNK_HINT
+from ..kernels.attention._tiled import ATTENTION_HINT, KV_CHUNK_HINT
 from ..kernels.matmul.matmul import F32_GEMM_DIRECT
-from ..kernels.quantized.linear_q8 import decode_hint, gemm_hint
+from ..kernels.quantized.linear_q8 import DECODE_HINT, decode_hint, gemm_hint
 
 # Keys per split for decode attention on GPUs: a 4-row window of 9 heads over a 2k context
 # becomes 36 x 8 workgroups instead of 36.
@@ -23,9 +25,10 @@ def adapter_hints(adapter_type: str) -> frozenset[str]:
     hints = {decode_hint(adapter_type)}
     if adapter_type != "CPU":
         hints.add(f"{KV_CHUNK_HINT}{GPU_KV_CHUNK}")
-    else:   # GPUs keep the default many-row tiles and the tiled f32 matmul
+    else:   # GPUs keep the default many-row tiles, tiled f32 matmul and attention
         hints.add(gemm_hint(adapter_type))
         hints.add(F32_GEMM_DIRECT)
+        hints.add(ATTENTION_HINT + "serial")
     return frozenset(hints)
 
 
@@ -43,3 +46,13 @@ def resolve_hints(features) -> frozenset[str]:
     given = {f.split(":", 1)[0] for f in plain if ":" in f}
     return frozenset(plain | {h for h in adapter_hints(types[-1])
                               if h.split(":", 1)[0] not in given})
+
+
+def variant_features(features, variant: str) -> frozenset[str]:
+    """`features` planned as a bench variant: `variant` is hints joined by "+"
+    ("attention:serial+q8_decode:splitk"), a bare name being a decode kernel ("splitk" is
+    "q8_decode:splitk"); each replaces the features' hint of its kind, the adapter's included."""
+    hints = {h if ":" in h else DECODE_HINT + h for h in variant.split("+") if h}
+    kinds = {h.split(":", 1)[0] + ":" for h in hints}
+    kept = {str(f) for f in features if not any(str(f).startswith(k) for k in kinds)}
+    return frozenset(kept | hints)

@@ -13,12 +13,19 @@ leaves a GPU mostly idle, so the keys are split into chunks of `chunk` keys, one
 per (row, chunk) writes its partial (unnormalised output, max, sum) and a second kernel
 merges them (`split_attention_reference`). The planner hint `attn_kv_chunk:N` among the
 lowering's features asks for it (GPU adapters; CPU adapters run enough rows already).
+
+Serial variant (`attention:serial`, CPU adapters): one invocation per query row (and split)
+walks the same tiles of WORKGROUP keys with no workgroup memory and no barrier, since a CPU
+adapter runs each barrier as a switch between the workgroup's SIMD batches. Its arithmetic
+is the tiled kernel's but for each tile's sum of exp, taken in key order instead of the
+halving tree (`serial=True` in the references).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...errors import PlanError
 from .._np import np
 
 WORKGROUP = 64      # keys per tile = invocations per query row's workgroup
@@ -26,6 +33,9 @@ MAX_GROUPS = 65535  # query rows beyond this fold into workgroup y
 NEG = -3.0e38       # the kernel's NEG: below any score (a float: numpy may be absent)
 KV_CHUNK_HINT = "attn_kv_chunk:"   # planner hint: split the keys into chunks of N
 MAX_SPLITS = 64
+ATTENTION_HINT = "attention:"      # planner hint: the kernel variant, "tiled" or "serial"
+ATTENTION_VARIANTS = ("tiled", "serial")
+SERIAL_WORKGROUP = 8               # rows per workgroup of the serial kernel (one SIMD batch)
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,16 @@ def kv_chunk(features, n_keys: int) -> int:
     return chunk if chunk < n_keys else 0
 
 
+def attention_variant(features) -> str:
+    """The kernel variant the lowering's features ask for (the last hint wins; tiled)."""
+    names = [f[len(ATTENTION_HINT):] for f in sorted(features) if f.startswith(ATTENTION_HINT)]
+    name = names[-1] if names else "tiled"
+    if name not in ATTENTION_VARIANTS:
+        raise PlanError(f"attention variant {name!r} is not one of "
+                        f"{', '.join(ATTENTION_VARIANTS)}")
+    return name
+
+
 def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: int,
                     start: int | None = None, mask: int | None = None) -> None:
     """The kernel's dispatch (and the merge's, split); `q`, `k`, `v`, `out`, `start`,
@@ -80,18 +100,26 @@ def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: i
     chunk = kv_chunk(L.features, lay.skv if lay.keys == "fixed" else lay.ctx)
     splits = -(-(lay.skv if lay.keys == "fixed" else lay.ctx) // chunk) if chunk else 1
     m_b, m_h, m_s, m_c = lay.mask or (0, 0, 0, 0)
+    serial = attention_variant(L.features) == "serial"
+    wgs = rows * splits
+    if serial:
+        grid, row = L.grid(wgs, SERIAL_WORKGROUP)
+        shape = {"workgroup": SERIAL_WORKGROUP, "tile": WORKGROUP, "row": row}
+    else:
+        grid = (min(wgs, MAX_GROUPS), -(-wgs // MAX_GROUPS), 1)
+        shape = {"workgroup": WORKGROUP, "d_per_thread": -(-lay.d // WORKGROUP),
+                 "group_row": MAX_GROUPS}
     kernel = L.kernel(
-        "attention/sdpa_attention", rows=rows, batch=lay.batch, hq=lay.hq, hkv=lay.hkv,
-        group=lay.hq // lay.hkv, seq=lay.seq, d=lay.d, s_div=lay.s_div, h_div=lay.h_div,
+        "attention/sdpa_serial" if serial else "attention/sdpa_attention", rows=rows,
+        batch=lay.batch, hq=lay.hq, hkv=lay.hkv, group=lay.hq // lay.hkv, seq=lay.seq, d=lay.d,
+        s_div=lay.s_div, h_div=lay.h_div,
         kv_b=lay.kv_b, kv_h=lay.kv_h, kv_c=lay.kv_c, keys=lay.keys, skv=lay.skv, ctx=lay.ctx,
         masked=lay.mask is not None, m_b=m_b, m_h=m_h, m_s=m_s, m_c=m_c,
-        scale=scale, workgroup=WORKGROUP, d_per_thread=-(-lay.d // WORKGROUP),
-        group_row=MAX_GROUPS, splits=splits, chunk=chunk)
+        scale=scale, splits=splits, chunk=chunk, **shape)
     part = L.scratch(4 * rows * splits * (lay.d + 2), "attention partials") if chunk else out
     bindings = [q, k, v] + ([start] if lay.keys != "fixed" else []) + \
         ([mask] if lay.mask is not None else []) + [part]
-    wgs = rows * splits
-    L.dispatch(kernel, bindings, (min(wgs, MAX_GROUPS), -(-wgs // MAX_GROUPS), 1))
+    L.dispatch(kernel, bindings, grid)
     if chunk:
         groups, row = L.grid(rows * lay.d)
         merge = L.kernel("attention/sdpa_combine", rows=rows, d=lay.d, splits=splits,
@@ -106,6 +134,14 @@ def _tree_sum(x: np.ndarray) -> np.ndarray:
         x = x[..., :half] + x[..., half:2 * half]
         half //= 2
     return x[..., 0]
+
+
+def _serial_sum(x: np.ndarray) -> np.ndarray:
+    """Sum over the last axis in index order, as the serial kernel adds."""
+    total = np.zeros(x.shape[:-1], np.float32)
+    for r in range(x.shape[-1]):
+        total = total + x[..., r]
+    return total
 
 
 def _per_kv_head(q, k, v, scale, n_keys, mask, rows_fn) -> np.ndarray:
@@ -132,21 +168,26 @@ def _per_kv_head(q, k, v, scale, n_keys, mask, rows_fn) -> np.ndarray:
 
 
 def tiled_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
-                              n_keys: np.ndarray, mask: np.ndarray | None = None
-                              ) -> np.ndarray:
+                              n_keys: np.ndarray, mask: np.ndarray | None = None,
+                              serial: bool = False) -> np.ndarray:
     """The kernel's arithmetic: q [B,Hq,S,D] over k, v [B,Hkv,N,D] (f32), query row s seeing
-    keys [0, n_keys[s]) (n_keys >= 1, <= N), plus `mask` broadcast to [B,Hq,S,N]."""
-    return _per_kv_head(q, k, v, scale, n_keys, mask, _rows)
+    keys [0, n_keys[s]) (n_keys >= 1, <= N), plus `mask` broadcast to [B,Hq,S,N];
+    `serial`: the serial kernel's (each tile's sum in key order)."""
+    def rows(*a):
+        return _rows(*a, serial=serial)
+
+    return _per_kv_head(q, k, v, scale, n_keys, mask, rows)
 
 
 def split_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
                               n_keys: np.ndarray, chunk: int,
-                              mask: np.ndarray | None = None) -> np.ndarray:
+                              mask: np.ndarray | None = None,
+                              serial: bool = False) -> np.ndarray:
     """The flash-decoding variant's arithmetic: `tiled_attention_reference`'s per chunk of
     `chunk` keys, then the merge in split order (as attention/sdpa_combine)."""
     def split_rows(qr, kk, vv, scale, count, mr, col):
         parts = [_rows(qr, kk, vv, scale, np.minimum(count, lo + chunk), mr, col, lo=lo,
-                       normalise=False) for lo in range(0, kk.shape[0], chunk)]
+                       normalise=False, serial=serial) for lo in range(0, kk.shape[0], chunk)]
         big = parts[0][1]
         for _, m_i, _ in parts[1:]:
             big = np.maximum(big, m_i)
@@ -161,7 +202,8 @@ def split_attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale
     return _per_kv_head(q, k, v, scale, n_keys, mask, split_rows)
 
 
-def _rows(qr, kk, vv, scale, count, mr, col, lo: int = 0, normalise: bool = True):
+def _rows(qr, kk, vv, scale, count, mr, col, lo: int = 0, normalise: bool = True,
+          serial: bool = False):
     """Rows over keys [lo, count): the output (normalised) or (acc, max, sum)."""
     rows, d = qr.shape
     neg = np.float32(NEG)
@@ -181,7 +223,7 @@ def _rows(qr, kk, vv, scale, count, mr, col, lo: int = 0, normalise: bool = True
         m_new = np.maximum(m, score.max(axis=1, keepdims=True))
         p = np.where(valid, np.exp(score - m_new), np.float32(0))
         alpha = np.exp(m - m_new)
-        l_sum = l_sum * alpha + _tree_sum(p)[:, None]
+        l_sum = l_sum * alpha + (_serial_sum(p) if serial else _tree_sum(p))[:, None]
         m = m_new
         a = np.zeros((rows, d), np.float32)
         for r in range(min(WORKGROUP, kk.shape[0] - t0)):   # sequential over the tile's keys
