@@ -23,8 +23,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 DUAL = "fused:linear_q8+linear_q8+add"
 # Dispatches per call: no fusion, elementwise only, all; and the dual dispatches.
 PROGRAMS = {
-    "decoder_q8_tiny.pte": (254, 72, 42, 15),    # 6 duals take their consumer's chain
-    "tiny_vlm/decoder_q8.pte": (254, 72, 42, 15),
+    # 8 duals take their consumers' chains: residual adds, the MLP's gate * up, its silu
+    "decoder_q8_tiny.pte": (254, 72, 40, 15),
+    "tiny_vlm/decoder_q8.pte": (254, 72, 40, 15),
     "vision_q8_tiny.pte": (216, 121, 95, 13),   # one 4-row pair, 12 tiled (64 rows)
     "tiny_vlm/vision_q8.pte": (118, 68, 54, 7),  # every pair has > 8 rows: tiled
 }
@@ -154,8 +155,9 @@ def test_different_weights_are_not_fused():
 # -- epilogue: the chain that consumes the sum, in the dual kernel --------------------------
 
 def _epilogue_graph(m, k, n, chain, *, bias=False):
-    """y = linear(xa) + linear(xb) on one W, then `chain`: "add" (h = y + r), "add_mul"
-    (h * s, s one element: no binding left for s, so the mul stays its own dispatch),
+    """y = linear(xa) + linear(xb) on one W, then `chain`: "silu" (y * sigmoid(y)),
+    "silu_and_sum" (the same, y an output too: the chain cannot hold it), "add" (h = y + r),
+    "add_mul" (h * s, s one element: no binding left for s, so the mul stays its own dispatch),
     "add_mul_r" (h * r), "add_quantize" (quantize(h) to int8: stays its own dispatch)."""
     rng = np.random.default_rng(13)
     w, sums, scales, b_vals = linear_operands(rng, n, k)
@@ -168,6 +170,13 @@ def _epilogue_graph(m, k, n, chain, *, bias=False):
          b.constant(b_vals) if bias else b.scalar(None), ya)
     b.op(LINEAR, xb, b.scalar(0.00071), b.scalar(-5), wc, sc, scc, b.scalar(None), yb)
     b.op("aten.add.Tensor", ya, yb, b.scalar(1), y)
+    if chain.startswith("silu"):   # y * sigmoid(y): the sum read twice, within the chain
+        sig, out = b.tensor(np.float32, (1, m, n)), b.tensor(np.float32, (1, m, n))
+        b.op("aten.sigmoid.default", y, sig)
+        b.op("aten.mul.Tensor", y, sig, out)
+        if chain == "silu":
+            return b.build([xa, xb], [out])
+        return b.build([xa, xb], [out, y])    # "silu_and_sum": the sum is an output too
     b.op("aten.add.Tensor", r, y, b.scalar(1), h)
     inputs, out = [xa, xb, r], h
     if chain == "add_mul":
@@ -193,6 +202,9 @@ EPILOGUES = [   # case, dispatches fused (the dual's label), fused dispatches, u
                  id="7x20x13-add-quantize"),
     pytest.param(dict(m=2, k=16, n=5, chain="add", bias=True), "", 2, 4,
                  id="2x16x5-bias-no-room"),
+    pytest.param(dict(m=4, k=32, n=45, chain="silu"), "sigmoid+mul", 1, 5, id="4x32x45-silu"),
+    pytest.param(dict(m=4, k=32, n=45, chain="silu_and_sum"), "", 2, 5,
+                 id="4x32x45-silu-sum-out"),
 ]
 TILED_EPILOGUES = [
     pytest.param(dict(m=70, k=36, n=67, chain="add"), "add", 1, 4, id="70x36x67-add"),
@@ -215,14 +227,15 @@ def test_dual_epilogue_exact(gpu, features, case, ops, n_fused, n_unfused):
     rng = np.random.default_rng(7)
     m, k, n = case["m"], case["k"], case["n"]
     inputs = [int8(rng, (1, m, k)) for _ in range(2)]
-    inputs.append(rng.standard_normal((1, m, n)).astype(np.float32))
+    if not case["chain"].startswith("silu"):
+        inputs.append(rng.standard_normal((1, m, n)).astype(np.float32))
     if case["chain"] == "add_mul":
         inputs.append(np.array([-1.37], np.float32))
     outs = []
     for plan in (fused, unfused, lower(g, features=features, fuse="elementwise")):
         ex = Executor(plan, blob)
         ex.poison()
-        outs.append(ex.run(inputs)[0])
+        outs.append(ex.run(inputs)[0])   # (y * sigmoid(y), y): the first is checked
     for other in outs[1:]:
         assert outs[0].dtype == other.dtype and outs[0].tobytes() == other.tobytes(), \
             "dual epilogue differs from unfused"

@@ -15,9 +15,9 @@ more rows (the vision tower) in workgroup tiles (linear_q8_dual_tiled: each stag
 serves both passes). Float inputs (in-kernel quantization) and pairs with two different bias
 constants stay unfused.
 
-Epilogue: when the sum's only consumer is the next node and starts a chain of elementwise
-ops (the decoder's residual add), each op's result used once, by the next node, the chain
-runs in the dual kernel after the add, as a fused elementwise group would
+Epilogue: when the nodes after the add are elementwise ops on the sum (the decoder's
+residual add, the MLP's silu), and every value but the last is read by those nodes alone,
+they run in the dual kernel after the add, as a fused elementwise group would
 (`_elementwise.wgsl.j2`'s `chain`), and the dispatch moves to the chain's root. The
 chain's other inputs have the sum's element count (read at the same flat index) or one
 element; they take the bindings left under MAX_BINDINGS, and the chain stops before an op
@@ -44,6 +44,7 @@ from ..kernels.quantized.linear_q8 import (
     decode_variant,
     gemm_variant,
     linear_cost,
+    skinny_workgroup,
     splitk_kernel,
     tiling,
 )
@@ -114,23 +115,34 @@ def _linear_shape(graph: Graph, call) -> tuple[int, int, int] | None:
 
 def _epilogue(graph: Graph, add: int, numel: int, uses: Uses,
               room: int) -> tuple[dict[int, Element], tuple[int, ...]]:
-    """The elementwise chain after the add that the dual kernel can evaluate: consecutive
-    nodes, each consuming the previous value (passed once); and the chain's other inputs."""
+    """The elementwise nodes after the add that the dual kernel can evaluate, and their
+    other inputs: consecutive nodes, each reading a value the kernel holds (the sum or an
+    earlier node's); the longest such run whose held values, all but the last, are read by
+    the run alone (silu: x * sigmoid(x) reads the sum twice)."""
     chain: dict[int, Element] = {}
     external: list[int] = []
-    value = graph.chain[add].args[-1]
+    made = {graph.chain[add].args[-1]: add}   # held value -> the node that makes it
+    best: tuple[dict[int, Element], tuple[int, ...]] = ({}, ())
     for node in range(add + 1, len(graph.chain)):
-        if not uses.passed_once(value):
-            break
         e = _element(graph, node)
-        if (e is None or value not in e.inputs or graph.tensor(e.out).numel != numel
+        if (e is None or not any(v in made for v in e.inputs)
+                or graph.tensor(e.out).numel != numel
                 or storage_of(graph.values[e.out]) in PACKED):
             break
-        ext = list(dict.fromkeys(external + [v for v in e.inputs if v != value]))
+        ext = list(dict.fromkeys(external + [v for v in e.inputs if v not in made]))
         if len(ext) > room:
             break
-        chain[node], external, value = e, ext, e.out
-    return chain, tuple(external)
+        chain[node], external, made[e.out] = e, ext, node
+        if all(_read_within(graph, uses, v, [add, *chain]) for v in made if v != e.out):
+            best = (dict(chain), tuple(external))
+    return best
+
+
+def _read_within(graph: Graph, uses: Uses, vid: int, nodes: list[int]) -> bool:
+    """Whether every appearance of `vid` (its maker's out arg included) is among `nodes`'
+    args, and it is no method input or output: the kernel may keep it in registers."""
+    return vid not in uses.io and uses.counts.get(vid, 0) == sum(
+        graph.chain[n].args.count(vid) for n in nodes)
 
 
 def find_dual_linears(graph: Graph, uses: Uses) -> dict[int, DualLinear]:
@@ -219,16 +231,18 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
         L.dispatch(kern, bufs, groups, label=label, cost=cost)
         return
     variant = decode_variant(L.features)
-    if variant != "skinny":
+    if variant.startswith("splitk"):
         kern, groups = splitk_kernel(L, variant, pair.m, pair.n, pair.k, 2, x_float=False,
                                      has_bias=bias_buf is not None, biases=has_bias,
                                      add=pair.add_element, epilogue=epilogue)
         L.dispatch(kern, bufs, groups, label=label, cost=cost)
         return
-    v = DECODE_VARIANTS["skinny"]
-    groups, row = L.grid(-(-pair.n // v["cols"]), v["workgroup"])
+    v = DECODE_VARIANTS[variant]
+    workgroup = skinny_workgroup(v, pair.n)
+    groups, row = L.grid(-(-pair.n // v["cols"]), workgroup)
     kern = L.kernel("fused/linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
                     dot4=DOT4_FEATURE in L.features, vec4=pair.k % 16 == 0,
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
-                    add=pair.add_element, epilogue=epilogue, row=row, **v)
+                    add=pair.add_element, epilogue=epilogue, row=row, cols=v["cols"],
+                    workgroup=workgroup)
     L.dispatch(kern, bufs, groups, label=label, cost=cost)

@@ -34,7 +34,7 @@ from .quantize import f32, quantize_params, quantize_reference
 
 __all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT4_FEATURE", "GEMM_HINT", "GEMM_VARIANTS",
            "decode_hint", "decode_variant", "gemm_hint", "gemm_variant", "linear_cost",
-           "splitk_kernel", "tiling", "UNITS"]
+           "skinny_workgroup", "splitk_kernel", "tiling", "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
@@ -47,6 +47,14 @@ SKINNY_ROWS = 8  # up to this many rows, a decode kernel (no workgroup staging) 
 # `cols` columns, lanes striding over K words (coalesced reads, enough workgroups for a GPU);
 # fewer lanes make the workgroup-memory sum cheaper where lanes run one after another (CPUs).
 DECODE_VARIANTS: dict[str, dict[str, int]] = {"skinny": {"cols": 8, "workgroup": 32},
+                                              "skinny16": {"cols": 8, "workgroup": 16},
+                                              "skinny8": {"cols": 8, "workgroup": 8},
+                                              "skinnyfit": {"cols": 8, "workgroup": 32,
+                                                            "min_groups": 8},
+                                              "skinnyc4": {"cols": 4, "workgroup": 32},
+                                              "skinnyc4w64": {"cols": 4, "workgroup": 64},
+                                              "skinnyc2": {"cols": 2, "workgroup": 64},
+                                              "skinnyc16": {"cols": 16, "workgroup": 16},
                                               "splitk": {"lanes": 64, "cols": 4},
                                               "splitk16": {"lanes": 16, "cols": 4}}
 # A planner hint among the lowering's features ("q8_decode:splitk"); without one, skinny.
@@ -100,6 +108,15 @@ def linear_cost(m: int, n: int, k: int, passes: int = 1, x_bytes: int = 1,
     read once; int8 multiply-adds."""
     return {"bytes_read": n * k + passes * m * k * x_bytes + 4 * n * per_channel + extra_bytes,
             "macs": passes * m * n * k}
+
+
+def skinny_workgroup(v: dict[str, int], n: int) -> int:
+    """Invocations per workgroup of a skinny variant for N columns: halved (down to 8, one
+    SIMD batch of a CPU adapter) while fewer than `min_groups` workgroups would cover N."""
+    wg = v["workgroup"]
+    while wg > 8 and -(-n // (v["cols"] * wg)) < v.get("min_groups", 0):
+        wg //= 2
+    return wg
 
 
 def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, **params):
@@ -186,7 +203,7 @@ def lower(L, call) -> None:
     common = dict(m=m, n=n, k=k, kw=k // 4, dot4=DOT4_FEATURE in L.features,
                   x_float=x_kind == "f32", has_bias=bias is not None)
     variant = decode_variant(L.features)
-    if m <= SKINNY_ROWS and variant != "skinny":
+    if m <= SKINNY_ROWS and variant.startswith("splitk"):
         kern, groups = splitk_kernel(L, variant, m, n, k, 1, x_float=x_kind == "f32",
                                      has_bias=bias is not None, biases=[bias is not None],
                                      add=None, epilogue=None)
