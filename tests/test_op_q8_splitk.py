@@ -8,14 +8,33 @@ from harness import assert_close
 from test_fusion_q8 import CASES, DUAL, EPILOGUES, _epilogue_graph, _pair_graph
 from test_op_q8 import VARIANTS, int8, linear_graph, linear_operands, require_dot4
 from webpte.errors import PlanError
-from webpte.kernels.quantized.linear_q8 import DECODE_HINT, decode_hint, decode_variant
+from webpte.kernels.quantized.linear_q8 import (
+    DECODE_HINT,
+    DOT4_FEATURE,
+    SUBGROUPS_FEATURE,
+    SUBGROUPS_IMPLICIT,
+    decode_hint,
+    decode_variant,
+)
 from webpte.kernels.reference import run_reference
-from webpte.native import Executor
+from webpte.native import Executor, wgsl_features
 from webpte.plan import lower
 from webpte.plan.model import Plan
 
 SPLITK = DECODE_HINT + "splitk"
 SKINNY = DECODE_HINT + "skinny"
+# Partial sums added with subgroupAdd (the device's "subgroups"; lavapipe's subgroups are 8
+# lanes, SwiftShader's 4), natively without WGSL's `enable subgroups;`.
+SUBGROUPS = (SUBGROUPS_FEATURE, SUBGROUPS_IMPLICIT)
+SPLIT_VARIANTS = VARIANTS + [pytest.param(SUBGROUPS, id="subgroups"),
+                             pytest.param((DOT4_FEATURE, *SUBGROUPS), id="dot4-subgroups")]
+
+
+def require(features) -> None:
+    if DOT4_FEATURE in features:
+        require_dot4()
+    if SUBGROUPS_FEATURE in features and SUBGROUPS_FEATURE not in wgsl_features():
+        pytest.skip("this device has no subgroups")
 
 
 def run_plan(plan, blob, inputs):
@@ -30,7 +49,7 @@ def splitk_plan(g, features, **kw):
     return plan
 
 
-@pytest.mark.parametrize("features", VARIANTS)
+@pytest.mark.parametrize("features", SPLIT_VARIANTS)
 @pytest.mark.parametrize("m,k,n", [
     (1, 4, 1),        # one word: most lanes have nothing to add
     (4, 64, 97),      # 97 columns: the last workgroup has 1 of 4
@@ -41,8 +60,7 @@ def splitk_plan(g, features, **kw):
 ])
 def test_splitk_accumulators_exact(gpu, rng, features, m, k, n):
     # scale 1, zp 0, weight scales 1, no bias: y is the i32 accumulator, exact in f32.
-    if features:
-        require_dot4()
+    require(features)
     ops = linear_operands(rng, n, k, unit_scales=True)
     g, blob = linear_graph(m, k, ops, 1.0, 0, bias=False)
     x = int8(rng, (m, k))
@@ -53,7 +71,7 @@ def test_splitk_accumulators_exact(gpu, rng, features, m, k, n):
     assert_close(out, acc, exact=True, what="split-K accumulators")
 
 
-@pytest.mark.parametrize("features", VARIANTS)
+@pytest.mark.parametrize("features", SPLIT_VARIANTS)
 @pytest.mark.parametrize("m,k,n,x_dtype,zp", [
     (4, 576, 37, np.int8, 3),
     (1, 36, 9, np.int8, -128),
@@ -61,8 +79,7 @@ def test_splitk_accumulators_exact(gpu, rng, features, m, k, n):
     (2, 44, 6, np.float32, 5),
 ])
 def test_splitk_matches_skinny_bitwise(gpu, rng, features, m, k, n, x_dtype, zp):
-    if features:
-        require_dot4()
+    require(features)
     ops = linear_operands(rng, n, k)
     g, blob = linear_graph(m, k, ops, 0.0213, zp, x_dtype=x_dtype)
     x = (int8(rng, (m, k)) if x_dtype == np.int8
@@ -74,11 +91,10 @@ def test_splitk_matches_skinny_bitwise(gpu, rng, features, m, k, n, x_dtype, zp)
     assert_close(split, ref, rel=1e-6, what="split-K vs numpy")
 
 
-@pytest.mark.parametrize("features", VARIANTS)
+@pytest.mark.parametrize("features", SPLIT_VARIANTS)
 @pytest.mark.parametrize("case", CASES)
 def test_splitk_dual_pair_is_bitwise_unfused(gpu, features, case):
-    if features:
-        require_dot4()
+    require(features)
     g, blob = _pair_graph(**case)
     fused = splitk_plan(g, features)
     assert [d.op for d in fused.dispatches] == [DUAL]
@@ -88,11 +104,10 @@ def test_splitk_dual_pair_is_bitwise_unfused(gpu, features, case):
     assert outs[0].tobytes() == outs[1].tobytes(), "split-K dual differs from unfused"
 
 
-@pytest.mark.parametrize("features", VARIANTS)
+@pytest.mark.parametrize("features", SPLIT_VARIANTS)
 @pytest.mark.parametrize("case,ops,n_fused,n_unfused", EPILOGUES)
 def test_splitk_dual_epilogue_is_bitwise_unfused(gpu, features, case, ops, n_fused, n_unfused):
-    if features:
-        require_dot4()
+    require(features)
     g, blob = _epilogue_graph(**case)
     fused = splitk_plan(g, features)
     labels = [d.op for d in fused.dispatches]
@@ -100,7 +115,8 @@ def test_splitk_dual_epilogue_is_bitwise_unfused(gpu, features, case, ops, n_fus
     rng = np.random.default_rng(7)
     m, k, n = case["m"], case["k"], case["n"]
     inputs = [int8(rng, (1, m, k)) for _ in range(2)]
-    inputs.append(rng.standard_normal((1, m, n)).astype(np.float32))
+    if not case["chain"].startswith("silu"):
+        inputs.append(rng.standard_normal((1, m, n)).astype(np.float32))
     if case["chain"] == "add_mul":
         inputs.append(np.array([-1.37], np.float32))
     outs = [run_plan(p, blob, inputs) for p in (fused, lower(g, features=features, fuse=False))]
@@ -141,3 +157,22 @@ def test_linear_cost_is_counted_and_serialised():
     assert plan.dispatches[0].cost["macs"] == 2 * 4 * 5 * 36
     back = Plan.from_json(plan.to_json())
     assert back.dispatches[0].cost == plan.dispatches[0].cost
+
+
+def test_subgroup_kernels_say_what_they_need():
+    """The subgroup form is planned only with the feature, lists it in plan.features (the
+    executors refuse it on a device without subgroups), and asks for WGSL's
+    `enable subgroups;` unless the compiler takes the builtins without it (naga)."""
+    rng = np.random.default_rng(5)
+    g, _ = linear_graph(4, 576, linear_operands(rng, 40, 576), 0.02, 0)
+    plain = lower(g, features=[SPLITK]).kernels[0].wgsl
+    assert "subgroupAdd" not in plain and "atomic" not in plain
+    page = lower(g, features=[SPLITK, SUBGROUPS_FEATURE])
+    assert page.features == [SUBGROUPS_FEATURE]
+    assert "enable subgroups;" in page.kernels[0].wgsl
+    assert "subgroupAdd(" in page.kernels[0].wgsl
+    native = lower(g, features=[SPLITK, *SUBGROUPS])
+    assert native.features == [SUBGROUPS_FEATURE]
+    assert "enable subgroups;" not in native.kernels[0].wgsl
+    # The skinny kernel uses none: the feature is not listed.
+    assert lower(g, features=[SKINNY, *SUBGROUPS]).features == []

@@ -9,14 +9,16 @@
 export function checkLimits(needed: Record<string, number>, have: Record<string, number>): Record<string, number>;
 /**
  * Check that the WGSL language features a plan's kernels use are all in `have`
- * (`navigator.gpu.wgslLanguageFeatures`, a set-like; skipped when the browser lists none).
+ * (`navigator.gpu.wgslLanguageFeatures`, a set-like; skipped when the browser lists none),
+ * and its device features (`subgroups`) in `device.features` once there is a device.
  * @param {string[]} needed
  * @param {{has: (name: string) => boolean} | undefined} have
+ * @param {GPUDevice | null} [device]
  * @throws {PlanError}
  */
 export function checkFeatures(needed: string[], have: {
     has: (name: string) => boolean;
-} | undefined): void;
+} | undefined, device?: GPUDevice | null): void;
 /**
  * A WebGPU device whose limits cover `needed` (plan.limits). It asks the adapter for its
  * maxima of the requestable limits, like the native device, so one device serves several

@@ -81,16 +81,27 @@ export function checkLimits(needed, have) {
   return out;
 }
 
+/** Device features a plan's `features` may name (the others are WGSL language features). */
+const DEVICE_FEATURES = ['subgroups'];
+
 /**
  * Check that the WGSL language features a plan's kernels use are all in `have`
- * (`navigator.gpu.wgslLanguageFeatures`, a set-like; skipped when the browser lists none).
+ * (`navigator.gpu.wgslLanguageFeatures`, a set-like; skipped when the browser lists none),
+ * and its device features (`subgroups`) in `device.features` once there is a device.
  * @param {string[]} needed
  * @param {{has: (name: string) => boolean} | undefined} have
+ * @param {GPUDevice | null} [device]
  * @throws {PlanError}
  */
-export function checkFeatures(needed, have) {
+export function checkFeatures(needed, have, device = null) {
+  const deviceFeatures = (needed ?? []).filter((f) => DEVICE_FEATURES.includes(f));
+  const lacking = device ? deviceFeatures.filter((f) => !device.features.has(f)) : [];
+  if (lacking.length) {
+    throw new PlanError(`the plan's kernels use ${lacking.join(', ')}, which this GPU device lacks; `
+      + 'plan the program in this page (without a cached plan from another device)');
+  }
   if (!have) return;
-  const missing = (needed ?? []).filter((f) => !have.has(f));
+  const missing = (needed ?? []).filter((f) => !have.has(f) && !DEVICE_FEATURES.includes(f));
   if (missing.length) {
     throw new PlanError(`the plan's kernels use WGSL features this browser lacks (${missing.join(', ')}); `
       + 'plan the program in this page (without a cached plan from another device)');
@@ -119,7 +130,9 @@ export async function requestDevice(needed = {}, { gpu = globalThis.navigator?.g
   checkLimits(needed, adapter.limits);
   const requiredLimits = Object.fromEntries(REQUESTABLE.map((n) => [n, adapter.limits[n]]));
   try {
-    return countCreations(await adapter.requestDevice({ requiredLimits, label: 'webpte' }));
+    // Subgroups whenever the adapter has them: plans for this browser may use them.
+    const requiredFeatures = DEVICE_FEATURES.filter((f) => adapter.features.has(f));
+    return countCreations(await adapter.requestDevice({ requiredLimits, requiredFeatures, label: 'webpte' }));
   } catch (err) {
     throw new AdapterError(`the adapter refused a device (${err.message}); close other GPU-heavy tabs and retry`);
   }
@@ -168,6 +181,7 @@ export class Executor {
     checkFeatures(plan.features, (gpu ?? globalThis.navigator?.gpu)?.wgslLanguageFeatures);
     if (device) checkLimits(plan.limits, device.limits);
     else device = await requestDevice(plan.limits, { gpu });
+    checkFeatures(plan.features, null, device);
     const ex = new Executor(plan, device);
     device.lost.then((info) => { ex.lost = info; });
     // An error outside every scope (none is expected) fails this program's next call, typed.

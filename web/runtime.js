@@ -124,6 +124,7 @@ export async function sharedDevice(needed) {
 }
 
 let adapterKind = null;
+let hasSubgroups = null;
 
 /**
  * "CPU" for a software or fallback adapter (SwiftShader, llvmpipe), else "GPU": Python picks
@@ -147,7 +148,19 @@ function adapterType() {
  * @returns {Promise<string[]>}
  */
 export async function planFeatures() {
-  return [...(navigator.gpu?.wgslLanguageFeatures ?? []), `adapter_type:${await adapterType()}`];
+  return [...(navigator.gpu?.wgslLanguageFeatures ?? []), `adapter_type:${await adapterType()}`,
+    ...(await adapterSubgroups() ? ['subgroups'] : [])];
+}
+
+/**
+ * Whether the adapter has WebGPU's `subgroups` (requestDevice then asks for it, and the
+ * split-K decode kernels add their partial sums with subgroupAdd).
+ * @returns {Promise<boolean>}
+ */
+function adapterSubgroups() {
+  hasSubgroups ??= navigator.gpu?.requestAdapter({ powerPreference: 'high-performance' })
+    .then((a) => Boolean(a?.features.has('subgroups'))) ?? Promise.resolve(false);
+  return hasSubgroups;
 }
 
 async function planInPython(bytes, method, fusion, emit, inputShapes = null) {

@@ -102,20 +102,46 @@ def _int32_mul(rng):
                                   rng.integers(-1000, 1000, (3,)).astype(np.int32)]
 
 
+def _dual_linear_q8(rng):
+    """Two int8 linears on one W, summed (the decoders' two-pass linear), 4 rows; unit scales
+    and zero points make every output an exact integer."""
+    m, k, n = 4, 576, 37
+    w = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    sums = np.zeros(40, np.int32)
+    sums[:n] = w.astype(np.int64).sum(1)
+    b = GraphBuilder()
+    xa, xb = b.tensor(np.int8, (1, m, k)), b.tensor(np.int8, (1, m, k))
+    ya, yb, y = (b.tensor(np.float32, (1, m, n)) for _ in range(3))
+    wc, sc, scc = b.constant(w), b.constant(sums), b.constant(np.ones(40, np.float32))
+    for x, o in ((xa, ya), (xb, yb)):
+        b.op("et_vk.linear_q8ta_q8csw.default", x, b.scalar(1.0), b.scalar(0), wc, sc, scc,
+             b.scalar(None), o)
+    b.op("aten.add.Tensor", ya, yb, b.scalar(1), y)
+    return b.build([xa, xb], [y]), [rng.integers(-128, 128, (1, m, k)).astype(np.int8)
+                                    for _ in range(2)]
+
+
 SYNTHETIC = {"add_constant_f32": _add_with_constant, "linear_bias_f32": _linear,
              "bmm_f32": _bmm_two_inputs, "mul_int32": _int32_mul}
+# Planned with kernel variants the page's own plans of these graphs would not pick (a
+# software adapter plans for CPUs): the split-K decode linear, its partial sums added with
+# subgroupAdd (WGSL `enable subgroups;`), exact integers compared exactly.
+SYNTHETIC_VARIANTS = {
+    "dual_linear_q8_splitk_subgroups": (
+        _dual_linear_q8, ["q8_decode:splitk", "subgroups", "packed_4x8_integer_dot_product"]),
+}
 
 
-def synthetic_entry(out: Path, name: str, make) -> dict:
+def synthetic_entry(out: Path, name: str, make, features=(), exact: bool = False) -> dict:
     rng = np.random.default_rng(20260)
     (graph, blob), inputs = make(rng)
-    plan = lower(graph)
+    plan = lower(graph, features=features)
     env = run_reference(graph, dict(zip(graph.input_ids, inputs)), blob)
     outputs = [np.asarray(env.get(v)) for v in graph.output_ids]
     (out / name).mkdir(parents=True, exist_ok=True)
     (out / name / "plan.json").write_text(plan.to_json())
     (out / name / "blob.bin").write_bytes(blob or b"\0\0\0\0")
-    exact = all(o.dtype.kind in "iub" for o in outputs)
+    exact = exact or all(o.dtype.kind in "iub" for o in outputs)
     return {"name": name, "plan": f"golden/{name}/plan.json", "blob": f"golden/{name}/blob.bin",
             "tolerance": 0.0 if exact else 1e-5,
             "calls": write_calls(out, name, [(inputs, outputs)])}
@@ -207,6 +233,8 @@ def main(out_dir: str) -> None:
     programs += sorted(FIXTURES.glob("gemma4_vision/*.pte"))
     fixtures = [fixture_entry(out, p) for p in programs if p.with_suffix(".npz").exists()]
     synthetic = [synthetic_entry(out, n, m) for n, m in SYNTHETIC.items()]
+    synthetic += [synthetic_entry(out, n, m, f, exact=True)
+                  for n, (m, f) in SYNTHETIC_VARIANTS.items()]
     synthetic += handmade_entries(out)
     (out / "manifest.json").write_text(json.dumps({"fixtures": fixtures, "synthetic": synthetic},
                                                   indent=1))

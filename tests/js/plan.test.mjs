@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fromStorage, parsePlan, toStorage } from '../../web/plan.js';
-import { checkFeatures, checkLimits, limitName } from '../../web/executor.js';
+import { checkFeatures, checkLimits, limitName, requestDevice } from '../../web/executor.js';
 import { AdapterLimitsError, InputError, PlanError } from '../../web/errors.js';
 
 /** A well-formed two-input add plan (the shape Plan.to_json() gives). */
@@ -134,6 +134,29 @@ test('requestDevice: NoWebGPUError without navigator.gpu or an adapter, AdapterL
   await assert.rejects(requestDevice({}, { gpu: { requestAdapter: async () => null } }), NoWebGPUError);
   const small = { requestAdapter: async () => ({ limits: { maxBufferSize: 64 }, requestDevice: async () => assert.fail('no device for a plan that does not fit') }) };
   await assert.rejects(requestDevice({ max_buffer_size: 65 }, { gpu: small }), AdapterLimitsError);
+});
+
+test('device features: subgroups are checked against the device, not the WGSL features', () => {
+  const wgsl = new Set(['packed_4x8_integer_dot_product']);
+  checkFeatures(['subgroups', 'packed_4x8_integer_dot_product'], wgsl); // no device yet
+  checkFeatures(['subgroups'], wgsl, { features: new Set(['subgroups']) });
+  checkFeatures([], wgsl, { features: new Set() });
+  assert.throws(() => checkFeatures(['subgroups'], wgsl, { features: new Set(['timestamp-query']) }),
+    (e) => e instanceof PlanError && /use subgroups, which this GPU device lacks/.test(e.message));
+});
+
+test('requestDevice asks for subgroups where the adapter has them', async () => {
+  const asked = [];
+  const adapterWith = (features) => ({
+    requestAdapter: async () => ({
+      limits: { maxBufferSize: 1 << 30, maxStorageBufferBindingSize: 1 << 30, maxStorageBuffersPerShaderStage: 8 },
+      features: new Set(features),
+      requestDevice: async (d) => { asked.push(d.requiredFeatures); return { createBuffer() {}, createBindGroup() {}, queue: { submit() {} } }; },
+    }),
+  });
+  await requestDevice({}, { gpu: adapterWith(['subgroups', 'shader-f16']) });
+  await requestDevice({}, { gpu: adapterWith([]) });
+  assert.deepEqual(asked, [['subgroups'], []]);
 });
 
 test('WGSL features: a plan needing one the browser lacks is a PlanError', () => {

@@ -39,7 +39,10 @@ def get_device(needed: dict[str, int] | None = None):
         have = adapter.limits
         _LIMITS = {k.replace("-", "_"): v for k, v in dict(have).items()}
         want = {k.replace("_", "-"): _LIMITS[k] for k in REQUESTABLE}
-        _DEVICE = adapter.request_device_sync(required_limits=want)
+        # wgpu-py's name for WebGPU's "subgroups"; asked for whenever the adapter has it.
+        _DEVICE = adapter.request_device_sync(
+            required_limits=want,
+            required_features=[f for f in ("subgroup",) if f in adapter.features])
     for name, value in needed.items():
         if name in _LIMITS and value > _LIMITS[name]:
             raise AdapterError(f"the plan needs {name} = {value}, the adapter allows "
@@ -57,7 +60,8 @@ _DOT4_PROBE = """
 
 
 def wgsl_features() -> frozenset[str]:
-    """WGSL language features kernels may use on this device.
+    """WGSL language features kernels may use on this device, and "subgroups" when the
+    device has them.
 
     wgpu-py may not list language features (lavapipe lists none), so the ones webpte
     uses are also probed by compiling a one-line kernel. Also holds the planner hints of
@@ -80,11 +84,25 @@ def wgsl_features() -> frozenset[str]:
                 found.add("packed_4x8_integer_dot_product")
             except Exception:  # not supported: the portable kernels are used
                 pass
+        if "subgroup" in get_device().features:
+            from ..kernels.quantized.linear_q8 import SUBGROUPS_FEATURE, SUBGROUPS_IMPLICIT
+
+            found |= {SUBGROUPS_FEATURE, SUBGROUPS_IMPLICIT}
         from ..plan.hints import adapter_hints
 
         found |= adapter_hints(str(dict(_adapter().info).get("adapter_type", "")))
         _FEATURES = frozenset(found)
     return _FEATURES
+
+
+def check_features(needed) -> None:
+    """A plan's device features (plan.features less WGSL language features) must be the
+    device's: a plan made for another device is refused before any pipeline is made."""
+    from ..kernels.quantized.linear_q8 import SUBGROUPS_FEATURE
+
+    if SUBGROUPS_FEATURE in needed and "subgroup" not in get_device().features:
+        raise AdapterError("the plan's kernels use subgroups, which this device lacks; "
+                           "plan the program for this device")
 
 
 def device_limits() -> dict[str, int]:

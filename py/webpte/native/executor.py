@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import InputError, PlanError
 from ..plan.model import IOSpec, Plan
-from .device import get_device
+from .device import check_features, get_device
 
 _NP_STORAGE = {"f32": np.float32, "i32": np.int32, "i8": np.int8, "u8": np.uint8,
                "bool": np.uint32}
@@ -55,6 +55,7 @@ class Executor:
 
         self.plan = plan
         self.device = dev = get_device(plan.limits)
+        check_features(plan.features)
         usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
                  | wgpu.BufferUsage.COPY_SRC)
         self.buffers = [dev.create_buffer(size=b.size, usage=usage, label=b.label)

@@ -275,4 +275,15 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
                 state=[b.id for b in buffers if b.role == "state"], limits=limits,
                 max_context=max_context,
                 features=sorted(f for f in L.features
-                                if any(f"requires {f}" in k.wgsl for k in L.kernels)))
+                                if any(_uses(k.wgsl, f) for k in L.kernels)))
+
+
+# Device features kernels may use, each known by a mark in the WGSL that uses it (WGSL
+# language features are known by their `requires`).
+DEVICE_FEATURES = {"subgroups": "@builtin(subgroup_"}
+
+
+def _uses(wgsl: str, feature: str) -> bool:
+    """Whether a kernel's WGSL uses the feature (plan.features lists those used)."""
+    return f"requires {feature}" in wgsl or (feature in DEVICE_FEATURES
+                                             and DEVICE_FEATURES[feature] in wgsl)

@@ -84,7 +84,8 @@ class Plan:
     state: list[int] = field(default_factory=list)     # buffers zeroed by reset()
     limits: dict[str, int] = field(default_factory=dict)
     max_context: int | None = None                     # decoder: input_pos + rows bound
-    features: list[str] = field(default_factory=list)  # WGSL language features its kernels require
+    # WGSL language features its kernels require, and device features ("subgroups")
+    features: list[str] = field(default_factory=list)
     readouts: list[ReadoutSpec] = field(default_factory=list)  # decoders: argmax / top-k
     version: int = PLAN_VERSION
 

@@ -32,12 +32,18 @@ from .._np import np
 from ..registry import OpUnit
 from .quantize import f32, quantize_params, quantize_reference
 
-__all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT4_FEATURE", "GEMM_HINT", "GEMM_VARIANTS",
+__all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT4_FEATURE", "SUBGROUPS_FEATURE",
+           "SUBGROUPS_IMPLICIT", "GEMM_HINT", "GEMM_VARIANTS",
            "decode_hint", "decode_variant", "gemm_hint", "gemm_variant", "linear_cost",
            "skinny_workgroup", "splitk_kernel", "tiling", "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
+# The device has WebGPU's "subgroups" feature: the split-K kernels add their lanes' partial
+# sums with subgroupAdd. WGSL asks for `enable subgroups;`, which wgpu-native's naga does not
+# parse yet (it takes the builtins without it): natively the features also hold the second.
+SUBGROUPS_FEATURE = "subgroups"
+SUBGROUPS_IMPLICIT = "subgroups:implicit"
 SKINNY_ROWS = 8  # up to this many rows, a decode kernel (no workgroup staging) is used
 
 # Decode kernels (<= SKINNY_ROWS rows) as data. "skinny": `cols` output columns per
@@ -137,6 +143,8 @@ def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, **params
     groups, row = L.grid(-(-n // cols), 1)
     kern = L.kernel("quantized/linear_q8_splitk", m=m, n=n, k=k, kw=k // 4, vec4=vec4,
                     lanes=lanes, cols=cols, row=row, dot4=DOT4_FEATURE in L.features,
+                    subgroups=SUBGROUPS_FEATURE in L.features,
+                    enable_subgroups=SUBGROUPS_IMPLICIT not in L.features,
                     dual=passes == 2, **params)
     return kern, groups
 
