@@ -63,3 +63,21 @@ def test_the_page_row_is_reported_from_the_plans_it_ran(monkeypatch):
     assert f"page / native swiftshader, {PTE} skinny: 1.250 (fastest calls 0.625)" in text
     assert ("skinny call on the host (median ms): encode 0.5, wait 15.0, copy 0.1, worker 1.0"
             in text)
+
+
+def test_page_and_native_calls_alternate_in_one_run(monkeypatch):
+    """`webpte bench --page-vs-native`: the page serves one call per request while native
+    calls run in between, each side on its own plan of the program (the same kernels)."""
+    import shutil
+
+    if not (bench_page.ROOT / "dist" / "index.js").exists() or shutil.which("node") is None:
+        import pytest
+
+        pytest.skip("needs a built dist/ and node")
+    r = bench_page.page_vs_native(str(PTE), calls=3)
+    assert r["calls"] == 3 and r["dispatches"]["page"] == r["dispatches"]["native"]
+    assert "swiftshader" in r["page_adapter"].lower()
+    for key in ("native_ms_median", "page_ms_median", "ratio_median", "ratio_of_medians"):
+        assert math.isfinite(r[key]) and r[key] > 0, key
+    lo, hi = r["ratio_quartiles"]
+    assert lo <= r["ratio_median"] <= hi

@@ -1,6 +1,7 @@
 // The page half of `webpte bench --roofline --adapters ...,page`: headless Chromium (WebGPU on
 // SwiftShader) runs plans that Python made, and prints what it measured as one JSON line.
 //   node tools/bench_page.mjs features     -> {"features": [...], "adapter": {...}}
+//   node tools/bench_page.mjs serve JOB.json: one call per stdin line (see serve below)
 //   node tools/bench_page.mjs run JOB.json -> {"probes": {name: best_s}, "programs": [{call_s:
 //     {variant: [...]}, host_ms: {variant: {encode, wait, copy, worker}[]}, family_s: {variant:
 //     {family: s}}}]}
@@ -16,6 +17,7 @@
 // (as py/webpte/roofline.py family_times does natively): the best of `tries`, less an empty
 // submit's.
 import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSuitePage } from '../tests/browser/browser.mjs';
@@ -23,14 +25,18 @@ import { openSuitePage } from '../tests/browser/browser.mjs';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 async function main([command, jobPath]) {
-  if (command !== 'features' && !(command === 'run' && jobPath)) {
-    throw new Error('usage: node tools/bench_page.mjs features | run JOB.json');
+  if (command !== 'features' && !((command === 'run' || command === 'serve') && jobPath)) {
+    throw new Error('usage: node tools/bench_page.mjs features | run JOB.json | serve JOB.json');
   }
-  const job = command === 'run' ? JSON.parse(readFileSync(jobPath, 'utf8')) : null;
+  const job = command === 'features' ? null : JSON.parse(readFileSync(jobPath, 'utf8'));
   const mounts = { '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests', 'browser') };
   if (job) mounts['/job/'] = job.dir;
   const s = await openSuitePage(mounts);
   try {
+    if (command === 'serve') {
+      await serve(s.page, job);
+      return;
+    }
     const result = job ? await s.page.evaluate(runJob, job) : await s.page.evaluate(features);
     if (s.blocked.length) throw new Error(`the page asked for non-local URLs: ${s.blocked.join(', ')}`);
     process.stdout.write(`${JSON.stringify(result)}\n`);
@@ -139,6 +145,52 @@ async function runJob(job) {
     out.programs.push({ call_s: times, host_ms: host, family_s: families });
   }
   return out;
+}
+
+// `serve`: the job's programs stay loaded in the page and each stdin line "P VARIANT" runs
+// one call of program P's plan VARIANT (reset first), answered by a line {"s": seconds}, so a
+// driver can alternate page and native calls one by one (py/webpte/bench_page.py paired).
+// "ready" is printed once everything is loaded and compiled; end of input closes the page.
+async function serve(page, job) {
+  await page.evaluate(loadJob, job);
+  process.stdout.write('{"ready": true}\n');
+  const lines = createInterface({ input: process.stdin });
+  for await (const line of lines) {
+    const [prog, variant] = line.trim().split(' ');
+    if (prog === undefined || prog === '') continue;
+    const s = await page.evaluate(callOnce, { prog: Number(prog), variant });
+    process.stdout.write(`${JSON.stringify({ s })}\n`);
+  }
+}
+
+async function loadJob(job) {
+  const { webpte } = window.suite;
+  const ARRAYS = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array };
+  const get = async (name, as) => {
+    const r = await fetch(`/job/${name}`);
+    if (!r.ok) throw new Error(`/job/${name}: HTTP ${r.status}`);
+    return as === 'text' ? r.text() : r.arrayBuffer();
+  };
+  window.benchPrograms = [];
+  for (const prog of job.programs) {
+    const bytes = await get(prog.pte);
+    const inputs = await Promise.all(prog.inputs.map(async (t) => ({ data: new ARRAYS[t.dtype](await get(t.file)), shape: t.shape })));
+    const loaded = {};
+    for (const [variant, file] of Object.entries(prog.plans)) {
+      loaded[variant] = await webpte.loadProgram(bytes.slice(0), { plan: await get(file, 'text'), preflight: false });
+      await loaded[variant].run(inputs);   // compiles every pipeline
+    }
+    window.benchPrograms.push({ loaded, inputs });
+  }
+}
+
+async function callOnce({ prog, variant }) {
+  const { loaded, inputs } = window.benchPrograms[prog];
+  const p = loaded[variant];
+  await p.reset();
+  const t = performance.now();
+  await p.run(inputs);
+  return (performance.now() - t) / 1e3;
 }
 
 main(process.argv.slice(2)).catch((err) => {

@@ -209,10 +209,32 @@ def add_parser(sub) -> None:
                         f"({','.join(ICDS)}) in a subprocess, and `page` in headless "
                         f"Chromium (needs dist/), and print them side by side")
     b.add_argument("--json", action="store_true", help="JSON lines only (with --roofline)")
+    b.add_argument("--page-vs-native", action="store_true",
+                   help="alternate calls in headless Chromium and natively on SwiftShader's "
+                        "Vulkan ICD (the page's adapter type), one by one, and print the "
+                        "per-pair page / native ratio (needs dist/)")
     b.set_defaults(func=cmd_bench)
 
 
 def cmd_bench(args) -> int:
+    if args.page_vs_native:
+        # Natively on the page's adapter type: chosen before wgpu makes its instance.
+        os.environ.setdefault("VK_ICD_FILENAMES", ICDS["swiftshader"])
+        from .bench_page import page_vs_native
+
+        variant = "" if args.variants == "skinny" else args.variants
+        for path in args.programs:
+            r = page_vs_native(path, args.calls, variant)
+            print(json.dumps(r) if args.json else (
+                f"{r['program']}: page ({r['page_adapter']}, {r['dispatches']['page']} "
+                f"dispatches) vs native ({r['native_adapter']}, {r['dispatches']['native']}), "
+                f"{r['calls']} alternating pairs at load {' '.join(map(str, r['load']))}: "
+                f"page {r['page_ms_median']} ms, native {r['native_ms_median']} ms median; "
+                f"page / native per pair {r['ratio_median']} median (quartiles "
+                f"{r['ratio_quartiles'][0]}-{r['ratio_quartiles'][1]}), ratio of medians "
+                f"{r['ratio_of_medians']}"))
+            sys.stdout.flush()
+        return 0
     if args.adapters:
         print(format_roofline(_on_adapters(args)))
         return 0

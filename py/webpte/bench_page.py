@@ -15,10 +15,12 @@ Needs a development checkout (tools/, a built dist/), node with playwright-core 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,3 +102,82 @@ def page_roofline(programs: list[str], variants: list[str], calls: int,
                              for v in variants[1:]}
         results.append(out)
     return results
+
+
+def page_vs_native(path: str, calls: int = 21, variant: str = "") -> dict:
+    """One program's calls in the page and natively, alternating one by one (the order
+    swapped every pair), so both see the same moment of a shared machine. The native half
+    runs in this process, on SwiftShader's Vulkan ICD when `webpte bench --page-vs-native`
+    chose it: the page's adapter type. Each side runs its own plan for its own features
+    (the same kernels for a CPU adapter). Reports per-pair page / native."""
+    import numpy as np
+
+    from .bench import _inputs_for
+    from .native import Executor, adapter_info, wgsl_features
+    from .plan.hints import variant_features
+    from .program import plan_method
+    from .pte import open_source, read_program
+
+    info = _node("features")
+    data = open_source(path)
+    prog = read_program(data)
+    page_plan = plan_method(prog, "forward", variant_features(frozenset(info["features"]),
+                                                               variant))
+    native_plan = plan_method(prog, "forward", variant_features(wgsl_features(), variant))
+    arrays = _inputs_for(native_plan, np.random.default_rng(0))
+    ex = Executor(native_plan, data)
+    ex.run(arrays)   # compiles every pipeline
+    with tempfile.TemporaryDirectory(prefix="webpte-bench-pair-") as tmp:
+        d = Path(tmp)
+        shutil.copyfile(path, d / "p0.pte")
+        (d / "p0.json").write_text(page_plan.to_json())
+        entry = {"pte": "p0.pte", "plans": {"v": "p0.json"}, "inputs": []}
+        for j, a in enumerate(arrays):
+            (d / f"in{j}.bin").write_bytes(a.tobytes())
+            entry["inputs"].append({"file": f"in{j}.bin", "dtype": str(a.dtype),
+                                    "shape": list(a.shape)})
+        (d / "job.json").write_text(json.dumps({"dir": str(d), "programs": [entry]}))
+        proc = subprocess.Popen(["node", str(SCRIPT), "serve", str(d / "job.json")], cwd=ROOT,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            if json.loads(proc.stdout.readline() or "{}").get("ready") is not True:
+                raise SystemExit("page: the bench page did not load the program")
+
+            def page_call() -> float:
+                proc.stdin.write("0 v\n")
+                proc.stdin.flush()
+                return float(json.loads(proc.stdout.readline())["s"])
+
+            def native_call() -> float:
+                ex.reset()
+                t = time.perf_counter()
+                ex.run(arrays)
+                return time.perf_counter() - t
+
+            page_call()   # the first call after load warms the worker's paths
+            pairs = []
+            for i in range(calls):
+                if i % 2:
+                    p_s = page_call()
+                    n_s = native_call()
+                else:
+                    n_s = native_call()
+                    p_s = page_call()
+                pairs.append((n_s, p_s))
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=60)
+    ratios = sorted(p / n for n, p in pairs)
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return {"program": str(path), "native_adapter": adapter_info().get("device", "?"),
+            "page_adapter": " ".join(str(info["adapter"].get(k) or "")
+                                     for k in ("vendor", "architecture")).strip(),
+            "dispatches": {"native": len(native_plan.dispatches),
+                           "page": len(page_plan.dispatches)},
+            "calls": calls, "load": [round(x, 2) for x in os.getloadavg()],
+            "native_ms_median": round(1e3 * statistics.median(n for n, _ in pairs), 2),
+            "page_ms_median": round(1e3 * statistics.median(p for _, p in pairs), 2),
+            "ratio_median": round(statistics.median(ratios), 3),
+            "ratio_quartiles": [round(q[0], 3), round(q[2], 3)],
+            "ratio_of_medians": round(statistics.median(p for _, p in pairs)
+                                      / statistics.median(n for n, _ in pairs), 3)}
