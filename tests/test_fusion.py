@@ -349,11 +349,15 @@ def _norm_chain(shared: bool):
     return b.build([x], [o, n] if shared else [o])
 
 
+@pytest.mark.parametrize("features", [(), ("norm:redundant",)])
 @pytest.mark.parametrize("shared", [False, True])
-def test_rms_norm_runs_in_its_chain_bitwise(gpu, shared):
+def test_rms_norm_runs_in_its_chain_bitwise(gpu, shared, features):
+    """Also with `norm:redundant` (CPU adapters: every invocation forms the row's sum itself),
+    where the unfused rms_norm takes the same form."""
     from webpte.native import Executor
     g, blob = _norm_chain(shared)
-    fused, unfused = lower(g), lower(g, fuse=False)
+    fused, unfused = lower(g, features=features), lower(g, features=features, fuse=False)
+    assert ("var<workgroup> partial" in fused.kernels[0].wgsl) == (not features)
     ops = [d.op for d in fused.dispatches]
     want = (["et_vk.rms_norm.default", "fused:mul+sub"] if shared
             else ["fused:rms_norm+mul+sub"])

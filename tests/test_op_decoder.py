@@ -56,6 +56,12 @@ def test_rms_norm(gpu, rng, shape):
     plain = x64 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-5) * wv
     assert_close(ref, plain.astype(F32), rel=1e-6, what="reference vs plain numpy")
     assert_close(out, ref, rel=1e-5, what=f"rms_norm {shape}")
+    # norm:redundant (CPU adapters): 8 partial sums, each invocation forming them all.
+    plan = lower(g, features={"norm:redundant"})
+    assert "workgroupBarrier" not in plan.kernels[0].wgsl
+    ex = Executor(plan, blob)
+    ex.poison()
+    assert_close(ex.run([xv])[0], ref, rel=1e-5, what=f"rms_norm {shape}, norm:redundant")
 
 
 # -- RoPE -----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..kernels.attention._tiled import ATTENTION_HINT, KV_CHUNK_HINT
 from ..kernels.matmul.matmul import F32_GEMM_DIRECT
 from ..kernels.quantized.linear_q8 import DECODE_HINT, decode_hint, gemm_hint
+from ..kernels.reduce.rms_norm import NORM_REDUNDANT
 
 # Keys per split for decode attention on GPUs: a 4-row window of 9 heads over a 2k context
 # becomes 36 x 8 workgroups instead of 36.
@@ -29,6 +30,7 @@ def adapter_hints(adapter_type: str) -> frozenset[str]:
         hints.add(gemm_hint(adapter_type))
         hints.add(F32_GEMM_DIRECT)
         hints.add(ATTENTION_HINT + "serial")
+        hints.add(NORM_REDUNDANT)
     return frozenset(hints)
 
 

@@ -1,8 +1,9 @@
 """et_vk.rms_norm.default: `x * rsqrt(mean(x^2) + eps) * w` over the last dim.
 
 One workgroup per row: each invocation sums squares over a strided slice, a tree
-reduction in workgroup memory gives the row's sum. An elementwise chain reading only the
-normed tensor (the decoder's pass-1 quantize and pass-2 error chain) may run in the same
+reduction in workgroup memory gives the row's sum (`norm:redundant`, CPU adapters: a
+workgroup of 8 whose invocations each form all 8 partials and the tree, no barrier). An
+elementwise chain reading only the normed tensor (the decoder's pass-1 quantize and pass-2 error chain) may run in the same
 dispatch (`lower_chain`, planned by plan/fusion.py), the normed tensor never stored. The
 reference accumulates the sum of squares in float64 and applies the scale in float32, as
 the kernel does.
@@ -16,10 +17,18 @@ from ..registry import OpUnit
 
 _NAME = "et_vk.rms_norm.default"
 MAX_GROUPS = 65535  # rows beyond this fold into workgroup y
+# Planner hint (CPU adapters): every invocation forms the row's partial sums and tree itself,
+# no barrier; the same arithmetic, so the outputs are bit-identical to the workgroup form.
+NORM_REDUNDANT = "norm:redundant"
+REDUNDANT_WORKGROUP = 8   # one SIMD batch of a CPU adapter: 8 partial sums, each formed 8 times
 
 
-def workgroup_size(d: int) -> int:
-    """A power of two in [32, 256] covering the row where possible."""
+def workgroup_size(d: int, features=()) -> int:
+    """A power of two in [32, 256] covering the row where possible; REDUNDANT_WORKGROUP with
+    the `norm:redundant` hint (the rms_norm and its fused chains alike, so both add the same
+    partials)."""
+    if NORM_REDUNDANT in features:
+        return REDUNDANT_WORKGROUP
     n = 32
     while n < d and n < 256:
         n *= 2
@@ -59,8 +68,9 @@ def lower(L, call) -> None:
     if why:
         raise L.unsupported(why)
     d, rows, groups = _grid(L.args, x)
-    k = L.kernel("reduce/rms_norm", d=d, rows=rows, eps=eps, workgroup=workgroup_size(d),
-                 group_row=MAX_GROUPS)
+    k = L.kernel("reduce/rms_norm", d=d, rows=rows, eps=eps,
+                 workgroup=workgroup_size(d, L.features),
+                 group_row=MAX_GROUPS, redundant=NORM_REDUNDANT in L.features)
     L.dispatch(k, [L.buf(x), L.buf(w), L.buf(out)], groups)
 
 
@@ -78,8 +88,10 @@ def lower_chain(L, call, code: dict, outputs: list[dict], ops: str, packed: bool
     x, w, eps, _ = _parse(L.args, call)
     d, rows, groups = _grid(L.args, x)
     inputs = [(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])] + [("p", "u32", "read")]
-    k = L.kernel("fused/rms_norm_chain", d=d, rows=rows, eps=eps, workgroup=workgroup_size(d),
-                 group_row=MAX_GROUPS, ops=ops, inputs=inputs, outputs=outputs, packed=packed,
+    k = L.kernel("fused/rms_norm_chain", d=d, rows=rows, eps=eps,
+                 workgroup=workgroup_size(d, L.features),
+                 group_row=MAX_GROUPS, redundant=NORM_REDUNDANT in L.features, ops=ops,
+                 inputs=inputs, outputs=outputs, packed=packed,
                  externals=code["externals"], steps=code["steps"], zero=code["zero"])
     bufs = [L.buf(x), L.buf(w)] + code["bufs"] + [L.params(*code["words"])]
     L.dispatch(k, bufs + [L.buf(o["value"]) for o in outputs], groups, label=f"fused:{ops}")
