@@ -213,14 +213,22 @@ def _layer_graph(s, hq, hkv, d, ctx, rng):
     return g, blob, caches
 
 
+# The serial kernel (CPU adapters) stores the window's rows in the cache itself.
+ATTENTION_VARIANTS = [pytest.param((), id="tiled"),
+                      pytest.param(("attention:serial",), id="serial")]
+
+
+@pytest.mark.parametrize("features", ATTENTION_VARIANTS)
 @pytest.mark.parametrize("hq,hkv,d,ctx,starts", [
     (15, 5, 64, 33, (0, 4, 8, 6, 9, 10, 20, 29)),   # overlapping windows rewrite rows
     (5, 1, 16, 512, (0, 4, 100, 300, 508)),
 ])
-def test_state_persists_across_calls(gpu, rng, hq, hkv, d, ctx, starts):
+def test_state_persists_across_calls(gpu, rng, hq, hkv, d, ctx, starts, features):
     s = 4
     g, blob, caches = _layer_graph(s, hq, hkv, d, ctx, rng)
-    plan = lower(g)
+    plan = lower(g, features=features)
+    writes = sum("sdpa_cache_write" in k.name for k in plan.kernels)
+    assert writes == (0 if features else 1)
     ex = Executor(plan, blob)
     ex.poison()
     state: dict = {}
@@ -257,11 +265,12 @@ def test_select_as_symint_reads_per_call(gpu):
             assert np.frombuffer(ex.read_buffer(bufs[vid]), np.int32)[0] == want
 
 
-def test_positions_outside_the_cache_stay_in_bounds(gpu, rng):
+@pytest.mark.parametrize("features", ATTENTION_VARIANTS)
+def test_positions_outside_the_cache_stay_in_bounds(gpu, rng, features):
     """A bad input_pos cannot read or write out of bounds on the GPU; the reference refuses."""
     ctx, hq, hkv, d = 33, 5, 1, 16
     g, blob, (kc, _) = _layer_graph(4, hq, hkv, d, ctx, rng)
-    plan = lower(g)
+    plan = lower(g, features=features)
     ex = Executor(plan, blob)
     kbuf = next(i for i in plan.state if plan.buffers[i].values == [kc])
     for start in (31, -3, 1000):

@@ -93,9 +93,11 @@ def attention_variant(features) -> str:
 
 
 def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: int,
-                    start: int | None = None, mask: int | None = None) -> None:
+                    start: int | None = None, mask: int | None = None,
+                    new_kv: tuple[int, int] | None = None) -> None:
     """The kernel's dispatch (and the merge's, split); `q`, `k`, `v`, `out`, `start`,
-    `mask` are buffers."""
+    `mask` are buffers. `new_kv`: the window's new k, v rows ([S, Hkv, D]), for the serial
+    kernel to store at cache rows start + s itself (the caller plans no cache write)."""
     rows = lay.batch * lay.hq * lay.seq
     chunk = kv_chunk(L.features, lay.skv if lay.keys == "fixed" else lay.ctx)
     splits = -(-(lay.skv if lay.keys == "fixed" else lay.ctx) // chunk) if chunk else 1
@@ -115,10 +117,12 @@ def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: i
         s_div=lay.s_div, h_div=lay.h_div,
         kv_b=lay.kv_b, kv_h=lay.kv_h, kv_c=lay.kv_c, keys=lay.keys, skv=lay.skv, ctx=lay.ctx,
         masked=lay.mask is not None, m_b=m_b, m_h=m_h, m_s=m_s, m_c=m_c,
-        scale=scale, splits=splits, chunk=chunk, **shape)
+        scale=scale, splits=splits, chunk=chunk, fold=new_kv is not None, **shape)
     part = L.scratch(4 * rows * splits * (lay.d + 2), "attention partials") if chunk else out
+    if new_kv is not None and (not serial or lay.keys == "fixed" or lay.batch != 1):
+        raise PlanError("the cache write folds into the serial kernel of a one-batch cache")
     bindings = [q, k, v] + ([start] if lay.keys != "fixed" else []) + \
-        ([mask] if lay.mask is not None else []) + [part]
+        ([mask] if lay.mask is not None else []) + list(new_kv or ()) + [part]
     L.dispatch(kernel, bindings, grid)
     if chunk:
         groups, row = L.grid(rows * lay.d)

@@ -24,7 +24,13 @@ import math
 from ...errors import InputError
 from .._np import np
 from ..registry import OpUnit
-from ._tiled import Layout, fits_workgroup_memory, lower_attention, tiled_attention_reference
+from ._tiled import (
+    Layout,
+    attention_variant,
+    fits_workgroup_memory,
+    lower_attention,
+    tiled_attention_reference,
+)
 
 _NAME = "sdpa_with_kv_cache.default"
 
@@ -83,15 +89,19 @@ def lower(L, call) -> None:
         raise L.unsupported("sdpa_with_kv_cache runs on float32 tensors only")
     start = L.buf(a["start"])
     kc, vc = L.state_buf(a["k_cache"]), L.state_buf(a["v_cache"])
-    n_write = s * hkv * d
-    wg, row = L.grid(n_write)
-    write = L.kernel("attention/sdpa_cache_write", seq=s, row_len=hkv * d, ctx=ctx, n=n_write,
-                     workgroup=256, row=row)
-    L.dispatch(write, [L.buf(a["k"]), L.buf(a["v"]), start, kc, vc], wg)
+    new_kv = (L.buf(a["k"]), L.buf(a["v"]))
+    if attention_variant(L.features) != "serial":   # the serial kernel stores the rows itself
+        n_write = s * hkv * d
+        wg, row = L.grid(n_write)
+        write = L.kernel("attention/sdpa_cache_write", seq=s, row_len=hkv * d, ctx=ctx,
+                         n=n_write, workgroup=256, row=row)
+        L.dispatch(write, [*new_kv, start, kc, vc], wg)
+        new_kv = None
     # q [1,S,Hq,D]: row qi = s*Hq + h; cache row c of kv head g at (c*Hkv + g)*D.
     lay = Layout(batch=1, hq=hq, hkv=hkv, seq=s, d=d, s_div=hq, h_div=1, kv_b=0, kv_h=d,
                  kv_c=hkv * d, keys="causal" if a["causal"] else "cache", ctx=ctx)
-    lower_attention(L, lay, _scale(a, d), L.buf(a["q"]), kc, vc, L.buf(a["out"]), start=start)
+    lower_attention(L, lay, _scale(a, d), L.buf(a["q"]), kc, vc, L.buf(a["out"]), start=start,
+                    new_kv=new_kv)
 
 
 def attention_reference(q: np.ndarray, k_cache: np.ndarray, v_cache: np.ndarray, start: int,

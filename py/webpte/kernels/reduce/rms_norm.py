@@ -3,10 +3,10 @@
 One workgroup per row: each invocation sums squares over a strided slice, a tree
 reduction in workgroup memory gives the row's sum (`norm:redundant`, CPU adapters: a
 workgroup of 8 whose invocations each form all 8 partials and the tree, no barrier). An
-elementwise chain reading only the normed tensor (the decoder's pass-1 quantize and pass-2 error chain) may run in the same
-dispatch (`lower_chain`, planned by plan/fusion.py), the normed tensor never stored. The
-reference accumulates the sum of squares in float64 and applies the scale in float32, as
-the kernel does.
+elementwise chain reading only the normed tensor (the decoder's pass-1 quantize and pass-2
+error chain) may run in the same dispatch (`lower_chain`, planned by plan/fusion.py), the
+normed tensor never stored. The reference accumulates the sum of squares in float64 and
+applies the scale in float32, as the kernel does.
 """
 
 from __future__ import annotations
