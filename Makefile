@@ -181,6 +181,13 @@ bench: web model
 	@MODEL=$(SMOLLM2_DIR) && $(BIN)/webpte bench --roofline --adapters $(BENCH_ADAPTERS) \
 	  --variants $(BENCH_VARIANTS) --calls 5 "$$MODEL/decoder_q8.pte" | tee out/bench.txt
 
+# The page against native SwiftShader on the SmolLM2 window, calls alternating one by one.
+.PHONY: bench-page-vs-native
+bench-page-vs-native: web model
+	@mkdir -p $(XDG_RUNTIME_DIR) out
+	@MODEL=$(SMOLLM2_DIR) && $(BIN)/webpte bench --page-vs-native --calls 21 \
+	  "$$MODEL/decoder_q8.pte" | tee out/bench-page-vs-native.txt
+
 # The vision tower benchmark: two SmolVLM-shaped q8 layers (1024 rows, width 768, MLP 3072)
 # exported once into build/vision_bench (about 31 MB, torch + executorch), then the roofline
 # report on lavapipe.
