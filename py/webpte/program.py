@@ -112,7 +112,8 @@ class Program:
     state such as KV caches persists across calls until `reset()`.
     """
 
-    def __init__(self, source, method: str = "forward", *, backend: str = "webgpu"):
+    def __init__(self, source, method: str = "forward", *, backend: str = "webgpu",
+                 autotune: bool | None = None):
         if backend not in BACKENDS:
             raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
         self.data, self.path = _source(source)
@@ -123,7 +124,15 @@ class Program:
             from .native import Executor, wgsl_features
             from .preflight import check_plan
 
-            self.plan = plan_method(self.program, method, wgsl_features())
+            features = wgsl_features()
+            if autotune is None:
+                autotune = os.environ.get("WEBPTE_AUTOTUNE", "") not in ("", "0")
+            if autotune:   # a measured decode variant (webpte/autotune.py)
+                from .autotune import tuned_features
+
+                features = tuned_features(self.program, self.data, method, features)
+            self.features = features
+            self.plan = plan_method(self.program, method, features)
             check_plan(self.plan)   # AdapterLimitsError before any buffer is made
             self.executor = Executor(self.plan, self.data)
         else:
@@ -149,9 +158,9 @@ class Program:
                              "persistent state (KV caches)")
         if shapes not in self._specialized:
             if self.backend == "webgpu":
-                from .native import Executor, wgsl_features
+                from .native import Executor
 
-                plan = plan_method(self.program, self.method_name, wgsl_features(),
+                plan = plan_method(self.program, self.method_name, self.features,
                                    input_shapes=shapes)
                 self._specialized[shapes] = Executor(plan, self.data)
             else:
@@ -248,10 +257,13 @@ def _describe_io(ios) -> str:
     return ", ".join(f"{io.dtype}{list(io.shape or [])}" for io in ios)
 
 
-def load(path, method: str = "forward", *, backend: str = "webgpu") -> Program:
+def load(path, method: str = "forward", *, backend: str = "webgpu",
+         autotune: bool | None = None) -> Program:
     """Load `method` of the `.pte` at `path` (or bytes) onto the default WebGPU device (or
-    the numpy reference interpreter: `backend="reference"`)."""
-    return Program(path, method, backend=backend)
+    the numpy reference interpreter: `backend="reference"`). `autotune` (default: the
+    WEBPTE_AUTOTUNE environment variable) measures the decode kernel variants on this
+    adapter once per program and plans the fastest (webpte/autotune.py)."""
+    return Program(path, method, backend=backend, autotune=autotune)
 
 
 def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,
