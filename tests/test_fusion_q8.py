@@ -24,8 +24,8 @@ DUAL = "fused:linear_q8+linear_q8+add"
 # Dispatches per call: no fusion, elementwise only, all; and the dual dispatches.
 PROGRAMS = {
     # 8 duals take their consumers' chains: residual adds, the MLP's gate * up, its silu
-    "decoder_q8_tiny.pte": (254, 71, 39, 15),
-    "tiny_vlm/decoder_q8.pte": (254, 71, 39, 15),
+    "decoder_q8_tiny.pte": (254, 72, 40, 15),
+    "tiny_vlm/decoder_q8.pte": (254, 72, 40, 15),
     "vision_q8_tiny.pte": (216, 121, 95, 13),   # one 4-row pair, 12 tiled (64 rows)
     "tiny_vlm/vision_q8.pte": (118, 68, 54, 7),  # every pair has > 8 rows: tiled
 }

@@ -84,36 +84,3 @@ def test_sibling_reading_a_later_value_stays_apart(gpu):
     assert ops[0] == "fused:relu+neg" and "aten.add.Tensor" in ops, ops
     rng = np.random.default_rng(3)
     _bitwise(g, blob, [rng.standard_normal((4, 4)).astype(np.float32) for _ in range(2)])
-
-
-def _repeated_views():
-    """Per "layer": relu(p) viewed to [1, 1], times a constant of the same bytes (m), read by
-    two muls with that layer's own x and y. The relu, the view and m repeat, so m is made
-    once for all layers; each layer keeps its two muls."""
-    b = GraphBuilder()
-    p = b.tensor(np.float32, (1,))
-    xs = [b.tensor(np.float32, (3, 1)) for _ in range(6)]
-    outs = []
-    for x, y in zip(xs[::2], xs[1::2]):
-        r, v, m, o1, o2 = (b.tensor(np.float32, d)
-                           for d in ((1,), (1, 1), (3, 1), (3, 1), (3, 1)))
-        b.op("aten.relu.default", p, r)
-        b.op("aten.view_copy.default", r, b.scalar((1, 1)), v)
-        b.op("aten.mul.Tensor", v, b.constant(np.array([[1.0], [2.0], [-3.0]], np.float32)), m)
-        b.op("aten.mul.Tensor", m, x, o1)
-        b.op("aten.mul.Tensor", m, y, o2)
-        outs += [o1, o2]
-    return b.build([p, *xs], outs)
-
-
-def test_repeated_views_are_shared_and_bitwise_unfused(gpu, monkeypatch):
-    g, blob = _repeated_views()
-    ops = [d.op for d in lower(g).dispatches]
-    # The relu, m once (beside the first layer's two muls), the other layers' four muls.
-    assert len(ops) == 8 and ops.count("fused:mul+mul+mul") == 1, ops
-    monkeypatch.setattr("webpte.plan.share.VIEWS", frozenset())
-    assert len(lower(g).dispatches) == 10   # views not shared: m once per layer
-    monkeypatch.undo()
-    rng = np.random.default_rng(9)
-    _bitwise(g, blob, [np.array([0.75], np.float32)]
-             + [rng.standard_normal((3, 1)).astype(np.float32) for _ in range(6)])

@@ -17,11 +17,6 @@ from ..pte.graph import Graph, OpCall, TensorValue, ValueList
 from .storage import constant_key
 
 PREPACK = "et_vk.prepack.default"
-# Ops that only re-view their first argument (the result is the same elements): shared like
-# elementwise ops, so a repeat reading a repeated view is seen to repeat too (the decoder's
-# attention-sink factor is viewed to [1, 1, 1, 1] once per layer, then multiplied).
-VIEWS = frozenset({"aten.view_copy.default", "aten.squeeze_copy.dims",
-                   "aten.unsqueeze_copy.default"})
 
 
 def prepacked(graph: Graph, fixed=frozenset()) -> dict[int, int]:
@@ -84,27 +79,20 @@ def share_duplicates(graph: Graph, keep=frozenset(), state=frozenset()) -> Graph
         args = tuple(rename.get(a, a) for a in op.args)
         op = OpCall(op.name, args, op.node_id) if args != op.args else op
         e = element_spec(graph, node)
-        if e is not None:
-            result, inputs = e.out, e.inputs
-        elif op.name in VIEWS and len(args) >= 2 and isinstance(graph.values[args[0]],
-                                                                 TensorValue):
-            result, inputs = args[-1], (args[0],)
-        else:
-            result = None
-        if (result is None or result != args[-1] or result in fixed or result in in_lists
+        if (e is None or e.out != args[-1] or e.out in fixed or e.out in in_lists
                 or any(a in mutable for a in args[:-1])):
             kept.append((op, None))
             continue
-        out = graph.values[result]
+        out = graph.values[e.out]
         key = (op.name, out.dtype, out.dims, *(arg_key(graph, a, derived) for a in args[:-1]))
-        if all(rename.get(v, v) in derived or graph.values[v].is_constant for v in inputs):
-            derived[result] = ("derived", *key)
+        if all(rename.get(v, v) in derived or graph.values[v].is_constant for v in e.inputs):
+            derived[e.out] = ("derived", *key)
         elif key in seen:
-            rename[result] = seen[key]
+            rename[e.out] = seen[key]
             continue
         else:
-            seen[key] = result
-        kept.append((op, result))
+            seen[key] = e.out
+        kept.append((op, e.out))
     if not rename:
         return graph
     # Then elementwise ops nothing reads any more (the constant-only ops of a shared chain).
