@@ -1,6 +1,7 @@
 """The serial attention kernel (planner hint `attention:serial`, CPU adapters): one invocation
-per query row, no workgroup memory. It follows serial_attention's arithmetic (the tiled
-kernel's, each tile's sum of exp in key order), and agrees with the tiled kernel to rounding."""
+per query row, no workgroup memory. It follows tiled_attention_reference(serial=True) (the
+tiled kernel's arithmetic, each tile's sum of exp in key order), and agrees with the tiled
+kernel to rounding."""
 
 from __future__ import annotations
 

@@ -33,13 +33,17 @@ async function main([command, jobPath]) {
   if (job) mounts['/job/'] = job.dir;
   const s = await openSuitePage(mounts);
   try {
+    const local = () => {
+      if (s.blocked.length) throw new Error(`the page asked for non-local URLs: ${s.blocked.join(', ')}`);
+    };
     if (command === 'serve') {
       await serve(s.page, job);
+      local();
       return;
     }
     if (job) await s.page.evaluate(loadJob, job);
     const result = job ? await s.page.evaluate(runJob, job) : await s.page.evaluate(features);
-    if (s.blocked.length) throw new Error(`the page asked for non-local URLs: ${s.blocked.join(', ')}`);
+    local();
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
     await s.close();

@@ -123,44 +123,36 @@ export async function sharedDevice(needed) {
   return d;
 }
 
-let adapterKind = null;
-let hasSubgroups = null;
+let adapterFacts = null;
 
 /**
- * "CPU" for a software or fallback adapter (SwiftShader, llvmpipe), else "GPU": Python picks
- * kernel variants for it (py/webpte/plan/hints.py), as natively from wgpu's adapter type.
- * @returns {Promise<string>}
+ * What Python plans for, asked of the adapter once: `kind` is "CPU" for a software or
+ * fallback adapter (SwiftShader, llvmpipe), else "GPU" (py/webpte/plan/hints.py picks kernel
+ * variants for it, as natively from wgpu's adapter type); `subgroups` whether it has WebGPU's
+ * `subgroups` (requestDevice then asks for it, and the split-K decode kernels add their
+ * partial sums with subgroupAdd).
+ * @returns {Promise<{kind: string, subgroups: boolean}>}
  */
-function adapterType() {
-  adapterKind ??= (async () => {
-    const adapter = await navigator.gpu?.requestAdapter({ powerPreference: 'high-performance' });
-    const info = adapter?.info ?? {};
-    const soft = info.isFallbackAdapter || adapter?.isFallbackAdapter
+function adapter() {
+  adapterFacts ??= (async () => {
+    const a = await navigator.gpu?.requestAdapter({ powerPreference: 'high-performance' });
+    const info = a?.info ?? {};
+    const soft = info.isFallbackAdapter || a?.isFallbackAdapter
       || /swiftshader|llvmpipe|lavapipe|software/i.test(`${info.vendor} ${info.architecture} ${info.description}`);
-    return soft ? 'CPU' : 'GPU';
+    return { kind: soft ? 'CPU' : 'GPU', subgroups: Boolean(a?.features?.has('subgroups')) };
   })();
-  return adapterKind;
+  return adapterFacts;
 }
 
 /**
  * What the planner is told about this browser: its WGSL language features (kernel variants,
- * e.g. dot4 int8, depend on them) and `adapter_type:CPU|GPU`.
+ * e.g. dot4 int8, depend on them), `adapter_type:CPU|GPU` and `subgroups` where it has them.
  * @returns {Promise<string[]>}
  */
 export async function planFeatures() {
-  return [...(navigator.gpu?.wgslLanguageFeatures ?? []), `adapter_type:${await adapterType()}`,
-    ...(await adapterSubgroups() ? ['subgroups'] : [])];
-}
-
-/**
- * Whether the adapter has WebGPU's `subgroups` (requestDevice then asks for it, and the
- * split-K decode kernels add their partial sums with subgroupAdd).
- * @returns {Promise<boolean>}
- */
-function adapterSubgroups() {
-  hasSubgroups ??= navigator.gpu?.requestAdapter({ powerPreference: 'high-performance' })
-    .then((a) => Boolean(a?.features.has('subgroups'))) ?? Promise.resolve(false);
-  return hasSubgroups;
+  const { kind, subgroups } = await adapter();
+  return [...(navigator.gpu?.wgslLanguageFeatures ?? []), `adapter_type:${kind}`,
+    ...(subgroups ? ['subgroups'] : [])];
 }
 
 async function planInPython(bytes, method, fusion, emit, inputShapes = null) {

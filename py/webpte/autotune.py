@@ -12,8 +12,9 @@ choice changes the speed, not the outputs.
 The choice is kept in a JSON file (WEBPTE_AUTOTUNE_CACHE, default
 ~/.cache/webpte/autotune.json) keyed by the adapter (vendor, device, driver) and the
 SHA-256 of the program file and method, with the times it was made from; a later load
-reads it instead of measuring. Programs whose plan needs more than MAX_BYTES of device
-memory are not tuned (each candidate would upload the weights again).
+reads it instead of measuring (and plans nothing for it). Programs whose plan needs more
+than MAX_BYTES of device memory are not tuned (each candidate would upload the weights
+again).
 """
 
 from __future__ import annotations
@@ -98,31 +99,34 @@ def tuned_features(prog, data, method: str, features, *,
     (read from the cache when it was measured before); unchanged for a plan with no few-row
     int8 linears or above MAX_BYTES. Candidates are timed in two rounds, the second in
     reverse order (the first executor made also warms the device), each keeping its best."""
-    calls = calls or CALLS
     from .native import adapter_info
     from .plan.hints import variant_features
     from .program import plan_method
 
+    calls = calls or CALLS
     info = adapter_info()
     kind = "CPU" if info.get("adapter_type") == "CPU" else "GPU"
-    base = plan_method(prog, method, features)
-    if not _has_decode_linears(base) or base.memory()["total"] > MAX_BYTES:
-        return frozenset(features)
     path = cache_path()
     cache = _read_cache(path)
     key = cache_key(data, method, info)
     entry = cache.get(key)
     variant = entry.get("variant") if isinstance(entry, dict) else None
-    if variant not in CANDIDATES[kind]:
-        plans = {v: plan_method(prog, method, variant_features(features, v))
-                 for v in CANDIDATES[kind]}
-        times: dict[str, float] = {}
-        for order in (CANDIDATES[kind], CANDIDATES[kind][::-1]):
-            for v in order:
-                times[v] = min(times.get(v, float("inf")), _time(plans[v], data, calls))
-        variant = min(times, key=times.get)
-        cache[key] = {"variant": variant, "calls": calls,
-                      "times_ms": {v: round(1e3 * t, 3) for v, t in times.items()},
-                      "measured": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        _write_cache(path, cache)
+    if variant in CANDIDATES[kind]:   # measured before: no plan is made here
+        return variant_features(features, DECODE_HINT + variant)
+    base = plan_method(prog, method, features)
+    if not _has_decode_linears(base) or base.memory()["total"] > MAX_BYTES:
+        return frozenset(features)
+    plans = {}
+    for v in CANDIDATES[kind]:
+        tuned = variant_features(features, v)
+        plans[v] = base if tuned == frozenset(features) else plan_method(prog, method, tuned)
+    times: dict[str, float] = {}
+    for order in (CANDIDATES[kind], CANDIDATES[kind][::-1]):
+        for v in order:
+            times[v] = min(times.get(v, float("inf")), _time(plans[v], data, calls))
+    variant = min(times, key=times.get)
+    cache[key] = {"variant": variant, "calls": calls,
+                  "times_ms": {v: round(1e3 * t, 3) for v, t in times.items()},
+                  "measured": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    _write_cache(path, cache)
     return variant_features(features, DECODE_HINT + variant)

@@ -121,15 +121,14 @@ class Program:
         self.method_name = method
         self.backend = backend
         if backend == "webgpu":
+            from .autotune import ENV, tuned_features
             from .native import Executor, wgsl_features
             from .preflight import check_plan
 
             features = wgsl_features()
             if autotune is None:
-                autotune = os.environ.get("WEBPTE_AUTOTUNE", "") not in ("", "0")
+                autotune = os.environ.get(ENV, "") not in ("", "0")
             if autotune:   # a measured decode variant (webpte/autotune.py)
-                from .autotune import tuned_features
-
                 features = tuned_features(self.program, self.data, method, features)
             self.features = features
             self.plan = plan_method(self.program, method, features)

@@ -44,7 +44,6 @@ from ..kernels.quantized.linear_q8 import (
     decode_variant,
     gemm_variant,
     linear_cost,
-    skinny_workgroup,
     splitk_kernel,
     tiling,
 )
@@ -238,11 +237,9 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
         L.dispatch(kern, bufs, groups, label=label, cost=cost)
         return
     v = DECODE_VARIANTS[variant]
-    workgroup = skinny_workgroup(v, pair.n)
-    groups, row = L.grid(-(-pair.n // v["cols"]), workgroup)
+    groups, row = L.grid(-(-pair.n // v["cols"]), v["workgroup"])
     kern = L.kernel("fused/linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
                     dot4=DOT4_FEATURE in L.features, vec4=pair.k % 16 == 0,
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
-                    add=pair.add_element, epilogue=epilogue, row=row, cols=v["cols"],
-                    workgroup=workgroup)
+                    add=pair.add_element, epilogue=epilogue, row=row, **v)
     L.dispatch(kern, bufs, groups, label=label, cost=cost)

@@ -103,6 +103,8 @@ def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: i
     splits = -(-(lay.skv if lay.keys == "fixed" else lay.ctx) // chunk) if chunk else 1
     m_b, m_h, m_s, m_c = lay.mask or (0, 0, 0, 0)
     serial = attention_variant(L.features) == "serial"
+    if new_kv is not None and (not serial or lay.keys == "fixed" or lay.batch != 1):
+        raise PlanError("the cache write folds into the serial kernel of a one-batch cache")
     wgs = rows * splits
     if serial:
         grid, row = L.grid(wgs, SERIAL_WORKGROUP)
@@ -119,8 +121,6 @@ def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: i
         masked=lay.mask is not None, m_b=m_b, m_h=m_h, m_s=m_s, m_c=m_c,
         scale=scale, splits=splits, chunk=chunk, fold=new_kv is not None, **shape)
     part = L.scratch(4 * rows * splits * (lay.d + 2), "attention partials") if chunk else out
-    if new_kv is not None and (not serial or lay.keys == "fixed" or lay.batch != 1):
-        raise PlanError("the cache write folds into the serial kernel of a one-batch cache")
     bindings = [q, k, v] + ([start] if lay.keys != "fixed" else []) + \
         ([mask] if lay.mask is not None else []) + list(new_kv or ()) + [part]
     L.dispatch(kernel, bindings, grid)

@@ -35,7 +35,7 @@ from .quantize import f32, quantize_params, quantize_reference
 __all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT4_FEATURE", "SUBGROUPS_FEATURE",
            "SUBGROUPS_IMPLICIT", "GEMM_HINT", "GEMM_VARIANTS",
            "decode_hint", "decode_variant", "gemm_hint", "gemm_variant", "linear_cost",
-           "skinny_workgroup", "splitk_kernel", "tiling", "UNITS"]
+           "splitk_kernel", "tiling", "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
@@ -49,18 +49,13 @@ SKINNY_ROWS = 8  # up to this many rows, a decode kernel (no workgroup staging) 
 # Decode kernels (<= SKINNY_ROWS rows) as data. "skinny": `cols` output columns per
 # invocation, W rows read straight (fastest on CPU adapters: the dual kernel with 8 columns
 # and 32 invocations a workgroup measured 2.1-2.2x the speed of one column, 64 a workgroup,
-# on lavapipe for SmolLM2's shapes). "splitk*": a workgroup of `lanes` lanes per
+# on lavapipe for SmolLM2's shapes; "skinny16"/"skinny8", smaller workgroups, are autotune
+# candidates, within noise of it there). "splitk*": a workgroup of `lanes` lanes per
 # `cols` columns, lanes striding over K words (coalesced reads, enough workgroups for a GPU);
 # fewer lanes make the workgroup-memory sum cheaper where lanes run one after another (CPUs).
 DECODE_VARIANTS: dict[str, dict[str, int]] = {"skinny": {"cols": 8, "workgroup": 32},
                                               "skinny16": {"cols": 8, "workgroup": 16},
                                               "skinny8": {"cols": 8, "workgroup": 8},
-                                              "skinnyfit": {"cols": 8, "workgroup": 32,
-                                                            "min_groups": 8},
-                                              "skinnyc4": {"cols": 4, "workgroup": 32},
-                                              "skinnyc4w64": {"cols": 4, "workgroup": 64},
-                                              "skinnyc2": {"cols": 2, "workgroup": 64},
-                                              "skinnyc16": {"cols": 16, "workgroup": 16},
                                               "splitk": {"lanes": 64, "cols": 4},
                                               "splitk16": {"lanes": 16, "cols": 4}}
 # A planner hint among the lowering's features ("q8_decode:splitk"); without one, skinny.
@@ -114,15 +109,6 @@ def linear_cost(m: int, n: int, k: int, passes: int = 1, x_bytes: int = 1,
     read once; int8 multiply-adds."""
     return {"bytes_read": n * k + passes * m * k * x_bytes + 4 * n * per_channel + extra_bytes,
             "macs": passes * m * n * k}
-
-
-def skinny_workgroup(v: dict[str, int], n: int) -> int:
-    """Invocations per workgroup of a skinny variant for N columns: halved (down to 8, one
-    SIMD batch of a CPU adapter) while fewer than `min_groups` workgroups would cover N."""
-    wg = v["workgroup"]
-    while wg > 8 and -(-n // (v["cols"] * wg)) < v.get("min_groups", 0):
-        wg //= 2
-    return wg
 
 
 def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, **params):

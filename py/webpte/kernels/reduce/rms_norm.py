@@ -18,7 +18,8 @@ from ..registry import OpUnit
 _NAME = "et_vk.rms_norm.default"
 MAX_GROUPS = 65535  # rows beyond this fold into workgroup y
 # Planner hint (CPU adapters): every invocation forms the row's partial sums and tree itself,
-# no barrier; the same arithmetic, so the outputs are bit-identical to the workgroup form.
+# no barrier. The norm and its fused chains take the same form, so they stay bitwise equal to
+# each other (not to the 32-256-wide workgroup form, which adds other partials).
 NORM_REDUNDANT = "norm:redundant"
 REDUNDANT_WORKGROUP = 8   # one SIMD batch of a CPU adapter: 8 partial sums, each formed 8 times
 
