@@ -208,6 +208,8 @@ describe('demo page', () => {
         dt.items.add(new File([await canvas.convertToBlob({ type: 'image/png' })], 'red.png', { type: 'image/png' }));
         document.getElementById('picture-drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
       });
+      // The preview shows once the dropped image is decoded (an undecoded <img> has no box).
+      await page.waitForSelector('#picture-preview', { state: 'visible', timeout: 10_000 });
       assert.equal(await page.isVisible('#picture-preview'), true);
       await h.ask(page, 'What colour is this?');
       assert.equal(await page.isVisible('#picture-preview'), false, 'the composer is cleared');
