@@ -37,6 +37,9 @@ function parseJSON(buf, name) {
 
 /** A loaded model in the worker. */
 class WorkerModel {
+  /** seconds spent running the vision program, all turns together */
+  #visionSeconds = 0;
+
   /**
    * Fetch/read, verify, plan and upload every file of the folder.
    * `preflight` (default true): plan the programs from their flatbuffer ranges and check the
@@ -188,7 +191,7 @@ class WorkerModel {
       repetitionPenalty = 1, seed = null, history = null, stop = [] } = opts;
     if (typeof prompt !== 'string') throw new InputError('generate({prompt}) takes the question as a string');
     const session = this.session;
-    const t = performance.now();
+    const visionBefore = this.#visionSeconds;
     if (history) { // the chat API: the conversation comes with the request, images by URL
       const turns = [];
       for (const m of history) {
@@ -199,7 +202,7 @@ class WorkerModel {
     let key = null; // the image of this turn, known by its content (Python compares keys for reuse)
     if (opts.image) key = await this.#imageKey(opts.image);
     else if (opts.imageKey != null) key = await this.#imageByURL(opts.imageKey, opts.images);
-    const vision_s = (performance.now() - t) / 1000;
+    const vision_s = this.#visionSeconds - visionBefore; // the vision program's runs only, not key lookups
     const ids = this.tokenizer.encode(callPy(() => session.render(prompt, key != null), 'rendering the prompt'));
     const options = JSON.stringify({ max_new_tokens: maxNewTokens, temperature, top_k: topK, top_p: topP,
       repetition_penalty: repetitionPenalty, seed, readouts: this.decoder.executor.plan.readouts.map((r) => r.k) });
@@ -261,8 +264,13 @@ class WorkerModel {
   async #vision(image) {
     if (!this.vision) throw new InputError(`model ${this.manifest.name} has no vision program; it takes text only`);
     const [h, w] = this.imageSize;
-    const [rows] = await this.vision.executor.run([{ data: pixelValues(image.data, image.height, image.width), shape: [1, 3, h, w] }]);
-    return rows;
+    const t = performance.now();
+    try {
+      const [rows] = await this.vision.executor.run([{ data: pixelValues(image.data, image.height, image.width), shape: [1, 3, h, w] }]);
+      return rows;
+    } finally {
+      this.#visionSeconds += (performance.now() - t) / 1000;
+    }
   }
 
   /** The key (content hash, from Python) of `{data, height, width}` pixels; their vision rows are computed once per key. */
