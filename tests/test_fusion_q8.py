@@ -255,7 +255,7 @@ def test_dual_epilogue_renders_the_shared_chain():
 
 @pytest.mark.parametrize("variant", GEMM_VARIANTS)
 def test_tiled_dual_variants_are_bitwise_unfused(gpu, variant):
-    """Each many-row tile (the planner picks per adapter: t8x16 on CPU adapters) gives the
+    """Each many-row tile (the planner picks per adapter: d8x16 on CPU adapters) gives the
     unfused outputs; 150 rows and 300 columns leave partial tiles either way."""
     g, blob = _pair_graph(m=150, k=68, n=300, bias=True)
     hint = {GEMM_HINT + variant}

@@ -5,7 +5,7 @@ import pytest
 
 from harness import assert_close, rel_l2, run_graph_both
 from webpte.errors import PlanError, UnsupportedOpError
-from webpte.kernels.quantized.linear_q8 import DOT4_FEATURE
+from webpte.kernels.quantized.linear_q8 import DOT4_FEATURE, GEMM_HINT, GEMM_VARIANTS
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
 from webpte.plan import lower
@@ -178,6 +178,21 @@ def test_linear_accumulators_exact(gpu, rng, features, m, k, n):
     acc = x.astype(np.int64) @ ops[0].astype(np.int64).T
     assert_close(ref, acc.astype(np.float32), exact=True, what="reference vs int64 matmul")
     assert_close(out, ref, exact=True, what="accumulators")
+
+
+@pytest.mark.parametrize("variant", GEMM_VARIANTS)
+@pytest.mark.parametrize("x_float", [False, True], ids=["int8_x", "float_x"])
+def test_linear_gemm_variants_exact(gpu, rng, variant, x_float):
+    """Each many-row tile (the planner picks per adapter) gives the reference's accumulators
+    exactly, a float x quantized in the kernel included; 150 rows and 300 columns leave
+    partial tiles, K = 68 a partial K step."""
+    m, k, n = 150, 68, 300
+    ops = linear_operands(rng, n, k, unit_scales=True)
+    x = (rng.standard_normal((m, k)) * 40).astype(np.float32) if x_float else int8(rng, (m, k))
+    g, blob = linear_graph(m, k, ops, 1.0, 0, bias=False,
+                           x_dtype=np.float32 if x_float else np.int8)
+    (out,), (ref,) = run_both(g, blob, [x], (DOT4_FEATURE, GEMM_HINT + variant))
+    assert_close(out, ref, exact=True, what=f"{variant} accumulators")
 
 
 @pytest.mark.parametrize("features", VARIANTS)
