@@ -253,20 +253,26 @@ def test_dual_epilogue_renders_the_shared_chain():
     assert "let v1: f32 = x1_0 * x1_1;" in wgsl
 
 
+@pytest.mark.parametrize("dot", VARIANTS)
+@pytest.mark.parametrize("k", [68, 80], ids=["words", "vec4_words"])
 @pytest.mark.parametrize("variant", GEMM_VARIANTS)
-def test_tiled_dual_variants_are_bitwise_unfused(gpu, variant):
-    """Each many-row tile (the planner picks per adapter: d8x16 on CPU adapters) gives the
-    unfused outputs; 150 rows and 300 columns leave partial tiles either way."""
-    g, blob = _pair_graph(m=150, k=68, n=300, bias=True)
-    hint = {GEMM_HINT + variant}
+def test_tiled_dual_variants_are_bitwise_unfused(gpu, variant, k, dot):
+    """Each many-row tile (the planner picks per adapter: d16x16 on CPU adapters) gives the
+    unfused outputs; 150 rows and 300 columns leave partial tiles either way; K = 80 lets
+    the direct tile read vec4 words."""
+    g, blob = _pair_graph(m=150, k=k, n=300, bias=True)
+    if dot:
+        require_dot4()
+    hint = {GEMM_HINT + variant, *dot}
     fused = lower(g, features=hint)
     assert [d.op for d in fused.dispatches] == [DUAL]
+    assert ("dot4I8Packed" in fused.kernels[0].wgsl) == bool(dot)
     t = GEMM_VARIANTS[variant]
     assert fused.dispatches[0].workgroups == (-(-300 // (8 * t["rn"])), -(-150 // 64), 1)
     rng = np.random.default_rng(9)
-    xs = [int8(rng, (1, 150, 68)) for _ in range(2)]
+    xs = [int8(rng, (1, 150, k)) for _ in range(2)]
     outs = []
-    for plan in (fused, lower(g, fuse=False)):
+    for plan in (fused, lower(g, fuse=False, features=set(dot))):
         ex = Executor(plan, blob)
         ex.poison()
         outs.append(ex.run(xs)[0])

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from harness import assert_close, run_graph_both
+from webpte.kernels.elementwise.binary import broadcast_strides, collapse_dims
 from webpte.plan import lower
 from webpte.pte.builder import GraphBuilder
 
@@ -15,6 +16,10 @@ CASES = [
     ("aten.mul.Tensor", (4, 1, 3, 5), (1, 6, 1, 5), None),
     ("aten.mul.Tensor", (1,), (1,), None),
     ("aten.add.Tensor", (300, 259), (259,), 1),       # > one workgroup, odd
+    # collapsed walks: a scalar-like operand (flat index and 0), merged broadcast dims
+    ("aten.mul.Tensor", (1, 3, 4, 5), (1, 1, 1, 1), None),
+    ("aten.add.Tensor", (2, 3, 4, 5), (2, 1, 1, 5), 1),
+    ("aten.sub.Tensor", (6, 1, 4, 5), (1, 7, 4, 5), 1),
 ]
 
 
@@ -170,3 +175,21 @@ def test_binary_broadcast_mismatch_is_unsupported():
     g, _ = b.build([x, y], [o])
     with pytest.raises(UnsupportedOpError, match="cannot broadcast"):
         lower(g)
+
+
+@pytest.mark.parametrize("dims,ins,walk", [
+    ((1, 12, 64, 64), [(1, 12, 64, 64), (1, 1, 1, 1)], [12 * 64 * 64]),
+    ((2, 3, 4, 5), [(2, 3, 4, 5), (2, 1, 1, 5)], [2, 12, 5]),
+    ((6, 7, 4, 5), [(6, 1, 4, 5), (1, 7, 4, 5)], [6, 7, 20]),
+    ((1, 1), [(1, 1), ()], [1]),
+])
+def test_collapse_dims_keeps_every_offset(dims, ins, walk):
+    """The collapsed walk gives each operand the same offset for every flat index."""
+    strides = [broadcast_strides(d, dims) for d in ins]
+    got_dims, got_strides = collapse_dims(dims, strides)
+    assert got_dims == walk
+    for i in range(int(np.prod(dims))):
+        full = np.unravel_index(i, dims)
+        short = np.unravel_index(i, got_dims)
+        for st, gst in zip(strides, got_strides):
+            assert sum(int(c) * s for c, s in zip(full, st)) == sum(int(c) * s for c, s in zip(short, gst))

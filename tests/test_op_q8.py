@@ -180,13 +180,14 @@ def test_linear_accumulators_exact(gpu, rng, features, m, k, n):
     assert_close(out, ref, exact=True, what="accumulators")
 
 
+@pytest.mark.parametrize("k", [68, 80], ids=["words", "vec4_words"])
 @pytest.mark.parametrize("variant", GEMM_VARIANTS)
 @pytest.mark.parametrize("x_float", [False, True], ids=["int8_x", "float_x"])
-def test_linear_gemm_variants_exact(gpu, rng, variant, x_float):
+def test_linear_gemm_variants_exact(gpu, rng, variant, x_float, k):
     """Each many-row tile (the planner picks per adapter) gives the reference's accumulators
     exactly, a float x quantized in the kernel included; 150 rows and 300 columns leave
-    partial tiles, K = 68 a partial K step."""
-    m, k, n = 150, 68, 300
+    partial tiles, K = 68 a partial K step, K = 80 lets the direct tile read vec4 words."""
+    m, n = 150, 300
     ops = linear_operands(rng, n, k, unit_scales=True)
     x = (rng.standard_normal((m, k)) * 40).astype(np.float32) if x_float else int8(rng, (m, k))
     g, blob = linear_graph(m, k, ops, 1.0, 0, bias=False,

@@ -68,14 +68,17 @@ WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
 # Many-row tiles of the dual (two-pass) kernel as data: outputs per invocation of an 8x8
 # workgroup. "t8x16" (64 x 128 tiles) measured 1.1-1.3x faster than "t8x8" on lavapipe for
 # SmolVLM's tower shapes; GPUs keep 8x8 (two passes of 8x16 would hold 256 accumulators).
-# "d8x16" (direct) reads x and W words straight from storage: no workgroup memory, no
-# barriers, which CPU adapters run as switches between a workgroup's SIMD batches; on
-# lavapipe it took 0.65-0.70x t8x16's time for 1024 rows of 768x768, 768x3072 and 3072x768.
+# "d8x16" and "d16x16" (direct) read x and W words straight from storage (vec4 words when
+# K % 16 == 0): no workgroup memory, no barriers, which CPU adapters run as switches between
+# a workgroup's SIMD batches. On lavapipe d8x16 took 0.65-0.70x t8x16's time for 1024 rows of
+# 768x768, 768x3072 and 3072x768, and the tower's dual linears (interleaved, one process)
+# d16x16 0.75x, d8x16 0.83x t8x16's: each W word a lane loads serves 2 x 16 dots.
 GEMM_VARIANTS: dict[str, dict[str, int]] = {"t8x8": {"rm": 8, "rn": 8, "direct": 0},
                                             "t8x16": {"rm": 8, "rn": 16, "direct": 0},
-                                            "d8x16": {"rm": 8, "rn": 16, "direct": 1}}
+                                            "d8x16": {"rm": 8, "rn": 16, "direct": 1},
+                                            "d16x16": {"rm": 16, "rn": 16, "direct": 1}}
 GEMM_HINT = "q8_gemm:"
-GEMM_BY_ADAPTER = {"CPU": "d8x16"}
+GEMM_BY_ADAPTER = {"CPU": "d16x16"}
 GPU_GEMM = "t8x8"
 
 
