@@ -192,4 +192,5 @@ def test_collapse_dims_keeps_every_offset(dims, ins, walk):
         full = np.unravel_index(i, dims)
         short = np.unravel_index(i, got_dims)
         for st, gst in zip(strides, got_strides):
-            assert sum(int(c) * s for c, s in zip(full, st)) == sum(int(c) * s for c, s in zip(short, gst))
+            offset = sum(int(c) * s for c, s in zip(full, st))
+            assert offset == sum(int(c) * s for c, s in zip(short, gst))
