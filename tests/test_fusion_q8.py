@@ -268,7 +268,7 @@ def test_tiled_dual_variants_are_bitwise_unfused(gpu, variant, k, dot):
     assert [d.op for d in fused.dispatches] == [DUAL]
     assert ("dot4I8Packed" in fused.kernels[0].wgsl) == bool(dot)
     t = GEMM_VARIANTS[variant]
-    assert fused.dispatches[0].workgroups == (-(-300 // (8 * t["rn"])), -(-150 // 64), 1)
+    assert fused.dispatches[0].workgroups == (-(-300 // (8 * t["rn"])), -(-150 // (8 * t["rm"])), 1)
     rng = np.random.default_rng(9)
     xs = [int8(rng, (1, 150, k)) for _ in range(2)]
     outs = []
