@@ -199,3 +199,12 @@ bench-vision: $(VISION_BENCH)
 	@mkdir -p $(XDG_RUNTIME_DIR) out
 	$(BIN)/webpte bench --roofline --adapters lavapipe --calls 5 $(VISION_BENCH) \
 	  | tee out/bench-vision.txt
+
+# The tower against the code of the day the performance issue was filed (1e9a597), calls
+# alternating one by one in two workers (tools/bench_vs_rev.py).
+.PHONY: bench-vision-vs-issue
+VISION_BASE_REV ?= 1e9a597
+bench-vision-vs-issue: $(VISION_BENCH)
+	@mkdir -p $(XDG_RUNTIME_DIR) out
+	$(BIN)/python tools/bench_vs_rev.py --rev $(VISION_BASE_REV) --pairs 12 $(VISION_BENCH) \
+	  | tee out/bench-vision-vs-issue.txt

@@ -103,7 +103,8 @@ def compare(rev: str, program: str, pairs: int) -> None:
           f"{min(old) / min(new):.2f}")
     same = outs[0].shape == outs[1].shape
     diff = float(np.abs(outs[0] - outs[1]).max()) if same else float("nan")
-    print(f"outputs: max |difference| {diff:.3g} (largest |value| {float(np.abs(outs[1]).max()):.3g})"
+    largest = float(np.abs(outs[1]).max())
+    print(f"outputs: max |difference| {diff:.3g} (largest |value| {largest:.3g})"
           + (", bitwise equal" if same and outs[0].tobytes() == outs[1].tobytes() else ""))
 
 
