@@ -14,15 +14,24 @@ from webpte.pte import read_program
 
 
 def test_cpu_adapters_keep_the_plain_kernels_and_gpus_get_the_split_ones():
-    assert adapter_hints("CPU") == {"q8_decode:skinny", "q8_gemm:d16x16", "f32_gemm:direct",
+    assert adapter_hints("CPU") == {"q8_decode:skinny", "q8_gemm:d8x16", "f32_gemm:direct",
                                     "attention:serial", "norm:redundant"}
     assert adapter_hints("DiscreteGPU") == {"q8_decode:splitk", "attn_kv_chunk:256"}
     assert resolve_hints(["dot4", "adapter_type:CPU"]) == {
-        "dot4", "q8_decode:skinny", "q8_gemm:d16x16", "f32_gemm:direct", "attention:serial",
+        "dot4", "q8_decode:skinny", "q8_gemm:d8x16", "f32_gemm:direct", "attention:serial",
         "norm:redundant"}
     assert resolve_hints(["adapter_type:GPU", "q8_decode:skinny"]) == {
         "q8_decode:skinny", "attn_kv_chunk:256"}   # an explicit hint wins
     assert resolve_hints(["q8_decode:splitk"]) == {"q8_decode:splitk"}
+
+
+def test_a_driver_refines_a_cpu_adapters_hints():
+    """lavapipe's device name gives its many-row tile; SwiftShader and GPUs keep theirs."""
+    cpu = adapter_hints("CPU")
+    assert adapter_hints("CPU", "llvmpipe (LLVM 15.0.6, 256 bits)") == (
+        cpu - {"q8_gemm:d8x16"} | {"q8_gemm:d16x16"})
+    assert adapter_hints("CPU", "SwiftShader Device (Subzero)") == cpu
+    assert adapter_hints("DiscreteGPU", "llvmpipe") == adapter_hints("DiscreteGPU")
 
 
 def test_the_gpu_plan_of_a_decoder_gives_the_cpu_plans_outputs(gpu):

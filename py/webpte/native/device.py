@@ -90,7 +90,8 @@ def wgsl_features() -> frozenset[str]:
             found |= {SUBGROUPS_FEATURE, SUBGROUPS_IMPLICIT}
         from ..plan.hints import adapter_hints
 
-        found |= adapter_hints(str(dict(_adapter().info).get("adapter_type", "")))
+        info = dict(_adapter().info)
+        found |= adapter_hints(str(info.get("adapter_type", "")), str(info.get("device", "")))
         _FEATURES = frozenset(found)
     return _FEATURES
 

@@ -72,13 +72,14 @@ WORKGROUP_BYTES = 16384  # WebGPU's default maxComputeWorkgroupStorageSize
 # K % 16 == 0): no workgroup memory, no barriers, which CPU adapters run as switches between
 # a workgroup's SIMD batches. On lavapipe d8x16 took 0.65-0.70x t8x16's time for 1024 rows of
 # 768x768, 768x3072 and 3072x768, and the tower's dual linears (interleaved, one process)
-# d16x16 0.75x, d8x16 0.83x t8x16's: each W word a lane loads serves 2 x 16 dots.
+# d16x16 0.75x, d8x16 0.83x t8x16's (lavapipe gets d16x16: plan/hints.DRIVER_HINTS); on
+# SwiftShader (1024x768x768) d8x16 0.85x t8x16's time, d16x16 1.7x.
 GEMM_VARIANTS: dict[str, dict[str, int]] = {"t8x8": {"rm": 8, "rn": 8, "direct": 0},
                                             "t8x16": {"rm": 8, "rn": 16, "direct": 0},
                                             "d8x16": {"rm": 8, "rn": 16, "direct": 1},
                                             "d16x16": {"rm": 16, "rn": 16, "direct": 1}}
 GEMM_HINT = "q8_gemm:"
-GEMM_BY_ADAPTER = {"CPU": "d16x16"}
+GEMM_BY_ADAPTER = {"CPU": "d8x16"}
 GPU_GEMM = "t8x8"
 
 
