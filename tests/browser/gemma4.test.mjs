@@ -147,7 +147,8 @@ describe('which image a turn held (the tiny VLM)', () => {
     assert.notDeepEqual(out.scratchB.tokenIds, out.scratchA.tokenIds, 'the two pictures give different answers');
     assert.deepEqual(out.chatA.tokenIds, out.scratchA.tokenIds);
     assert.equal(out.chatB.reusedRows, beforeImage, 'the other picture\'s rows were computed again');
-    assert.ok(out.chatB.visionSeconds > 0);
+    assert.ok(out.scratchB.visionSeconds > 0, 'the other picture ran the vision program');
+    assert.equal(out.chatB.visionSeconds, 0, 'its vision rows, known by content, were not computed again');
     assert.deepEqual(out.chatB.tokenIds, out.scratchB.tokenIds, 'the other picture gets its from-scratch answer');
     assert.equal(out.chatBAgain.reusedRows, ids.length - 1, 'the same picture again reuses every row but the newest');
     assert.deepEqual(out.chatBAgain.tokenIds, out.scratchB.tokenIds);

@@ -377,7 +377,8 @@ describe('images (the SmolVLM path, with the tiny fixtures)', () => {
     assert.deepEqual(out.completion.webpte.tokenIds, out.done.tokenIds, 'chat (stream: false, same-origin URL) and generate() differ');
     assert.equal(out.completion.choices[0].message.content, out.done.text);
     assert.equal(out.completion.usage.prompt_tokens, e.prompt_ids[0].length);
-    assert.ok(out.completion.webpte.visionSeconds > 0, 'the chat request ran the vision program');
+    assert.ok(out.done.visionSeconds > 0, 'generate() ran the vision program');
+    assert.equal(out.completion.webpte.visionSeconds, 0, 'the chat request found the same pixels\' vision rows (by content) and did not run it again');
     assert.deepEqual(out.last.webpte.tokenIds, out.done.tokenIds, 'chat (stream: true, data: URL) and generate() differ');
     assert.equal(out.streamed, out.done.text, 'the streamed deltas make the answer');
     assert.equal(out.last.choices[0].finish_reason, out.completion.choices[0].finish_reason);
