@@ -279,6 +279,15 @@ def test_tiled_dual_variants_are_bitwise_unfused(gpu, variant, k, dot):
     assert outs[0].tobytes() == outs[1].tobytes(), f"{variant} differs from unfused"
 
 
+def test_direct_tiles_hold_no_more_rows_than_the_matrix():
+    """A 40-row linear in d16x16 runs 5 rows an invocation (one tile of 40), not 16."""
+    g, _ = _pair_graph(m=40, k=16, n=300, bias=False)
+    plan = lower(g, features={GEMM_HINT + "d16x16"})
+    assert plan.dispatches[0].workgroups == (-(-300 // 128), 1, 1)
+    wgsl = plan.kernels[0].wgsl
+    assert "workgroup tile 40 rows x 128 cols" in wgsl and "each invocation 5x16 outputs" in wgsl
+
+
 def test_unknown_gemm_variant_is_a_plan_error():
     g, _ = _pair_graph(m=40, k=16, n=8, bias=False)
     with pytest.raises(PlanError, match="gemm variant 't4x4'"):

@@ -159,6 +159,8 @@ def tiling(m: int, kw: int, variant: str = GPU_GEMM) -> dict[str, int]:
         t = {"tx": 32, "ty": 8, "rm": -(-m // 8), "rn": 4, "kt": 8, "direct": 0}
     else:
         t = {"tx": 8, "ty": 8, **GEMM_VARIANTS[variant], "kt": 8}
+        if t["direct"]:  # no more rows an invocation than the matrix has: a 64-row linear
+            t["rm"] = min(t["rm"], -(-m // t["ty"]))  # in d16x16 would compute 64 clamped rows
     t["kt"] = min(t["kt"], kw)
     return t
 
