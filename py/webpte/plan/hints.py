@@ -39,10 +39,8 @@ def adapter_hints(adapter_type: str, device: str = "") -> frozenset[str]:
         hints.add(ATTENTION_HINT + "serial")
         hints.add(NORM_REDUNDANT)
         for driver, extra in DRIVER_HINTS.items():
-            if driver in device.lower():
-                kinds = {h.split(":", 1)[0] + ":" for h in extra}
-                hints = {h for h in hints if not any(h.startswith(k) for k in kinds)}
-                hints |= set(extra)
+            if driver in device.lower():   # each replaces the hint of its kind
+                hints = variant_features(hints, "+".join(extra))
     return frozenset(hints)
 
 
