@@ -22,19 +22,20 @@ QUANTIZE = "quantized_decomposed.quantize_per_tensor.default"
 # once (plan/share.py), the pass-1 quantize shares the pass-2 chain's dispatch, an rms_norm
 # read only by such a chain is computed in it, and a dual linear runs the silu after it.
 PROGRAMS = {
-    "decoder_q8_tiny.pte": (254, 40),
+    "decoder_q8_tiny.pte": (254, 34),
     "vision_q8_tiny.pte": (216, 95),
     "linear_q8.pte": (14, 7),
     "siglip_block_f32.pte": (20, 20),
-    "tiny_vlm/decoder_q8.pte": (254, 40),
+    "tiny_vlm/decoder_q8.pte": (254, 34),
     "tiny_vlm/vision_q8.pte": (118, 54),
 }
 # Kernels (pipelines) fused: quantize in groups adds none (one fewer: the lone quantize's);
 # the vision towers' tiled pairs are one dual kernel per shape instead of linear + add; the
 # decoders' attention-sink blends (sub, mul, add with broadcast operands) are one kernel, and
 # each rms_norm runs in its quantize chain's kernel (no rms_norm kernel of its own), and the
-# MLP's silu runs in its gate linear's kernel.
-KERNELS = {"decoder_q8_tiny.pte": 21, "tiny_vlm/decoder_q8.pte": 21, "vision_q8_tiny.pte": 24,
+# MLP's silu runs in its gate linear's kernel; q, k and v are one joined kernel (two shapes
+# of dual kernel fewer), gate and up one paired kernel (one fewer).
+KERNELS = {"decoder_q8_tiny.pte": 19, "tiny_vlm/decoder_q8.pte": 19, "vision_q8_tiny.pte": 24,
            "tiny_vlm/vision_q8.pte": 24}
 
 

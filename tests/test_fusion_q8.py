@@ -23,9 +23,11 @@ FIXTURES = Path(__file__).parent / "fixtures"
 DUAL = "fused:linear_q8+linear_q8+add"
 # Dispatches per call: no fusion, elementwise only, all; and the dual dispatches.
 PROGRAMS = {
-    # 8 duals take their consumers' chains: residual adds, the MLP's gate * up, its silu
-    "decoder_q8_tiny.pte": (254, 72, 40, 15),
-    "tiny_vlm/decoder_q8.pte": (254, 72, 40, 15),
+    # 8 duals take their consumers' chains: residual adds, the MLP's gate * up, its silu;
+    # each layer's q, k and v pairs run as one joined dispatch, its gate and up pairs as one
+    # paired dispatch (15 pairs, 9 dispatches)
+    "decoder_q8_tiny.pte": (254, 72, 34, 9),
+    "tiny_vlm/decoder_q8.pte": (254, 72, 34, 9),
     "vision_q8_tiny.pte": (216, 121, 95, 13),   # one 4-row pair, 12 tiled (64 rows)
     "tiny_vlm/vision_q8.pte": (118, 68, 54, 7),  # every pair has > 8 rows: tiled
 }
@@ -292,3 +294,4 @@ def test_unknown_gemm_variant_is_a_plan_error():
     g, _ = _pair_graph(m=40, k=16, n=8, bias=False)
     with pytest.raises(PlanError, match="gemm variant 't4x4'"):
         lower(g, features={GEMM_HINT + "t4x4"})
+

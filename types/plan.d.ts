@@ -8,6 +8,8 @@
 export function parsePlan(planOrJson: string | object, { fileSize }?: {
     fileSize?: number;
 }): object;
+/** Bytes of the program file a buffer's init uploads (0 for zeros and words). */
+export function fileBytes(init: any): any;
 /**
  * A host input -> the bytes its buffer holds: Uint8Array padded to a multiple of 4 bytes.
  * `value` is a TypedArray (its length must be the method's element count) or

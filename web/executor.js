@@ -300,7 +300,17 @@ export class Executor {
       return;
     }
     if (!bytes) throw new PlanError(`buffer ${b.label || b.id} needs file bytes; load with the program data`);
-    let src = bytes.subarray(init.offset, init.offset + init.nbytes);
+    let src;
+    if (init.kind === 'file_parts') {
+      src = new Uint8Array(init.parts.reduce((n, p) => n + p.nbytes, 0));
+      let at = 0;
+      for (const p of init.parts) {
+        src.set(bytes.subarray(p.offset, p.offset + p.nbytes), at);
+        at += p.nbytes;
+      }
+    } else {
+      src = bytes.subarray(init.offset, init.offset + init.nbytes);
+    }
     if (init.convert === 'u8_to_u32') {
       const wide = Uint32Array.from(src);
       src = new Uint8Array(wide.buffer);

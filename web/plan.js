@@ -102,6 +102,15 @@ function checkInit(b, i, fileSize) {
     if (init.words.length * 4 > b.size) fail(`buffer ${i} holds ${b.size} bytes, its ${init.words.length} words need ${init.words.length * 4}`);
     return;
   }
+  if (init.kind === 'file_parts') { // file ranges back to back (joined constants)
+    const parts = init.parts;
+    if (!Array.isArray(parts) || !parts.length || !parts.every((p) => p && isInt(p.offset) && isInt(p.nbytes))) fail(`buffer ${i} file parts`);
+    const end = Math.max(...parts.map((p) => p.offset + p.nbytes));
+    if (fileSize !== undefined && end > fileSize) fail(`buffer ${i} reads bytes up to ${end} of a ${fileSize}-byte file`);
+    const need = parts.reduce((n, p) => n + p.nbytes, 0);
+    if (need > b.size) fail(`buffer ${i} holds ${b.size} bytes, its file parts are ${need}`);
+    return;
+  }
   if (init.kind !== 'file') fail(`buffer ${i} init kind ${JSON.stringify(init.kind)}`);
   if (!isInt(init.offset) || !isInt(init.nbytes)) fail(`buffer ${i} file range`);
   if (fileSize !== undefined && init.offset + init.nbytes > fileSize) {
@@ -111,6 +120,13 @@ function checkInit(b, i, fileSize) {
   if (convert !== null && convert !== 'u8_to_u32') fail(`buffer ${i} convert ${JSON.stringify(convert)}`);
   const bytes = convert === 'u8_to_u32' ? init.nbytes * 4 : init.nbytes;
   if (bytes > b.size) fail(`buffer ${i} holds ${b.size} bytes, its file content is ${bytes}`);
+}
+
+/** Bytes of the program file a buffer's init uploads (0 for zeros and words). */
+export function fileBytes(init) {
+  if (init?.kind === 'file') return init.nbytes;
+  if (init?.kind === 'file_parts') return init.parts.reduce((n, p) => n + p.nbytes, 0);
+  return 0;
 }
 
 /** Number of elements of a shape. @param {number[]} shape */

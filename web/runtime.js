@@ -4,7 +4,7 @@
 import { lockFileURL, pyodideFiles, wheelURLs } from './assets.js';
 import { Executor, checkLimits, requestDevice } from './executor.js';
 import { WebpteError, WorkerError, errorFromWire } from './errors.js';
-import { parsePlan } from './plan.js';
+import { fileBytes, parsePlan } from './plan.js';
 
 let python = null; // Promise of {pyodide, glue, boot_ms}
 let device = null; // Promise<GPUDevice>, shared by the programs of this worker
@@ -202,7 +202,7 @@ export async function loadExecutor(bytes, { method = 'forward', plan = null, fus
     dynamic: planned.dynamic === true,
     stats: {
       file_bytes: bytes.byteLength, bytes_read_by_python: planned.bytes_read ?? null,
-      constant_bytes: parsed.buffers.reduce((n, b) => n + (b.init?.kind === 'file' ? b.init.nbytes : 0), 0),
+      constant_bytes: parsed.buffers.reduce((n, b) => n + fileBytes(b.init), 0),
       dispatches: parsed.dispatches.length, kernels: parsed.kernels.length, features: parsed.features,
       python_boot_ms: planned.boot_ms ?? null, plan_ms: planned.plan_ms ?? null,
       plan_total_ms: planned.plan_total_ms ?? null, upload_ms: performance.now() - t1,

@@ -1,7 +1,7 @@
 // Plan validation and the host <-> storage conversions (int64 narrowing, packing, padding).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fromStorage, parsePlan, toStorage } from '../../web/plan.js';
+import { fileBytes, fromStorage, parsePlan, toStorage } from '../../web/plan.js';
 import { checkFeatures, checkLimits, limitName, requestDevice } from '../../web/executor.js';
 import { AdapterLimitsError, InputError, PlanError } from '../../web/errors.js';
 
@@ -30,7 +30,19 @@ test('a well-formed plan parses, from JSON text too', () => {
   assert.deepEqual(parsePlan(JSON.stringify(plan)), plan);
 });
 
+test('joined constants: file parts back to back, counted as file bytes', () => {
+  const plan = addPlan();
+  plan.buffers[1].init = { kind: 'file_parts', parts: [{ offset: 0, nbytes: 12 }, { offset: 30, nbytes: 14 }] };
+  assert.equal(parsePlan(plan, { fileSize: 44 }), plan);
+  assert.equal(fileBytes(plan.buffers[1].init), 26);
+  assert.equal(fileBytes(plan.buffers[0].init), 0);
+});
+
 const BREAKS = [
+  ['file parts past the end', (p) => { p.buffers[1].init = { kind: 'file_parts', parts: [{ offset: 40, nbytes: 8 }] }; }, /up to 48 of a 44-byte file/],
+  ['file parts larger than the buffer', (p) => { p.buffers[1].init = { kind: 'file_parts', parts: [{ offset: 0, nbytes: 20 }, { offset: 20, nbytes: 20 }] }; }, /file parts are 40/],
+  ['empty file parts', (p) => { p.buffers[1].init = { kind: 'file_parts', parts: [] }; }, /file parts/],
+  ['file part range', (p) => { p.buffers[1].init = { kind: 'file_parts', parts: [{ offset: -4, nbytes: 8 }] }; }, /file parts/],
   ['version', (p) => { p.version = 2; }, /version 2/],
   ['buffer id', (p) => { p.buffers[1].id = 5; }, /buffer 1 has id 5/],
   ['buffer size', (p) => { p.buffers[0].size = 30; }, /multiple of 4/],

@@ -111,8 +111,9 @@ class PlanJsonTarget:
 
     def mutant(self, rng: random.Random) -> tuple[str, str, list[str]]:
         name, text = rng.choice(self.seeds)
-        mutant, steps = mutate_json(text, rng, ["f32", "i32", "u8", "file", "words", "zeros",
-                                                "u8_to_u32", "state", "float32", "int64"])
+        mutant, steps = mutate_json(text, rng, ["f32", "i32", "u8", "file", "file_parts", "words",
+                                                "zeros", "u8_to_u32", "state", "float32",
+                                                "int64"])
         return mutant, f"plan of {name}", steps
 
     def run(self, text: str, rng: random.Random) -> str | None:

@@ -125,13 +125,13 @@ class Executor:
         elif init["kind"] == "words":
             raw = np.asarray(init["words"], np.uint32).tobytes()
             self.device.queue.write_buffer(self.buffers[b.id], 0, raw + bytes(b.size - len(raw)))
-        elif init["kind"] == "file":
+        elif init["kind"] in ("file", "file_parts"):
             if data is None:
                 raise PlanError(f"buffer {b.label} needs file bytes; load with the program data")
-            raw = data[init["offset"]: init["offset"] + init["nbytes"]]
+            parts = init["parts"] if init["kind"] == "file_parts" else [init]
+            raw = b"".join(bytes(data[p["offset"]: p["offset"] + p["nbytes"]]) for p in parts)
             if init.get("convert") == "u8_to_u32":
                 raw = np.frombuffer(raw, np.uint8).astype(np.uint32).tobytes()
-            raw = bytes(raw)
             if len(raw) < b.size:
                 raw += bytes(b.size - len(raw))
             self.device.queue.write_buffer(self.buffers[b.id], 0, raw)

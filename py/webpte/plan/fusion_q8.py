@@ -51,7 +51,7 @@ from ..kernels.quantized.linear_q8 import NAME as LINEAR
 from ..kernels.quantized.quantize import f32
 from ..pte.graph import Graph, TensorValue
 from .fusion import MAX_BINDINGS, Uses, _element, chain_code
-from .storage import PACKED, WGSL_TYPE, constant_key, storage_of
+from .storage import PACKED, WGSL_TYPE, constant_key, file_convert, storage_bytes, storage_of
 
 ADD = "aten.add.Tensor"
 
@@ -73,6 +73,45 @@ class DualLinear:
     def root(self) -> int:
         """The node whose value the dispatch writes, where it takes its place."""
         return max(self.epilogue, default=self.add)
+
+
+@dataclass(frozen=True)
+class JoinedLinears:
+    """Dual linears on the same two int8 inputs (an attention block's q, k and v) run as one
+    decode dispatch: their W rows back to back in one constant buffer, their per-column
+    sums and scales in another, each pair's output in its own binding. The dispatch takes
+    the first pair's place; the others plan nothing."""
+
+    pairs: tuple[DualLinear, ...]   # in chain order
+
+    @property
+    def root(self) -> int:
+        return self.pairs[0].root
+
+    @property
+    def n(self) -> int:
+        return sum(p.n for p in self.pairs)
+
+
+@dataclass(frozen=True)
+class PairedLinears:
+    """Two dual linears on the same two int8 inputs and shape where the second's epilogue
+    reads the first's result and nothing else does (the MLP's silu(gate) * up): one decode
+    dispatch whose invocations compute the same columns of both, the first's result held in
+    registers for the second's chain. It takes the second's place; the first plans nothing."""
+
+    first: DualLinear
+    second: DualLinear
+
+    @property
+    def root(self) -> int:
+        return self.second.root
+
+
+# x, x, w, per-column words, p: the outputs take the bindings left.
+JOIN_MAX = MAX_BINDINGS - 5
+# A planner hint: "q8_join:off" plans every dual linear alone (bench comparisons).
+JOIN_HINT = "q8_join:"
 
 
 def _buffer_key(graph: Graph, vid: int):
@@ -181,6 +220,170 @@ def find_dual_linears(graph: Graph, uses: Uses) -> dict[int, DualLinear]:
     return pairs
 
 
+CLONE = "aten.clone.default"
+
+
+def _copied_from(graph: Graph, producer: dict[int, int], vid: int) -> int:
+    """The value `vid` is a clone of (through clones; their lowering shares the buffer),
+    else `vid`: the recipe clones the one quantized activation once per projection."""
+    while vid in producer and graph.chain[producer[vid]].name == CLONE:
+        src = graph.chain[producer[vid]].args[0]
+        if graph.values[src].dims != graph.values[vid].dims:
+            break
+        vid = src
+    return vid
+
+
+def _join_key(graph: Graph, producer: dict[int, int], pair: DualLinear):
+    """Pairs with equal keys may share a dispatch (JoinedLinears, PairedLinears); None: this
+    one runs alone. Such pairs are decode pairs without bias whose weight, sums and scales
+    are file constants stored as they are (their first N rows / words join)."""
+    calls = [graph.chain[n] for n in pair.linears]
+    if pair.m > SKINNY_ROWS or any(graph.values[c.args[6]] is not None for c in calls):
+        return None
+    for vid in calls[0].args[3:6]:   # W, sums, scales: prefixes of their file bytes join
+        t = graph.values[vid]
+        if not (t.is_constant and file_convert(t) is None
+                and graph.constants[t.constant_id].nbytes == storage_bytes(t)):
+            return None
+    add = tuple(sorted((k, repr(v)) for k, v in pair.add_element.items()))
+    return (*(_buffer_key(graph, _copied_from(graph, producer, c.args[0])) for c in calls),
+            pair.m, pair.k, add)
+
+
+def join_dual_linears(graph: Graph, pairs: dict[int, DualLinear],
+                      features) -> dict[int, JoinedLinears]:
+    """Groups of up to JOIN_MAX pairs that read the same inputs, keyed by their first
+    pair's root (not with `q8_join:off`)."""
+    if JOIN_HINT + "off" in features:
+        return {}
+    producer = {op.args[-1]: node for node, op in enumerate(graph.chain) if op.args}
+    by_key: dict = {}
+    for root in sorted(pairs):
+        key = None if pairs[root].epilogue else _join_key(graph, producer, pairs[root])
+        if key is not None:
+            by_key.setdefault(key, []).append(pairs[root])
+    out: dict[int, JoinedLinears] = {}
+    for members in by_key.values():
+        for i in range(0, len(members), JOIN_MAX):
+            chunk = tuple(members[i:i + JOIN_MAX])
+            if len(chunk) > 1:
+                out[chunk[0].root] = JoinedLinears(chunk)
+    return out
+
+
+def pair_dual_linears(graph: Graph, pairs: dict[int, DualLinear], uses: Uses,
+                      features) -> dict[int, PairedLinears]:
+    """PairedLinears keyed by the second's root; the skinny decode kernels only (not with
+    `q8_join:off`)."""
+    if JOIN_HINT + "off" in features or decode_variant(features).startswith("splitk"):
+        return {}
+    producer = {op.args[-1]: node for node, op in enumerate(graph.chain) if op.args}
+    by_result = {graph.chain[p.root].args[-1]: p for p in pairs.values()}
+    out: dict[int, PairedLinears] = {}
+    for second in pairs.values():
+        if not second.epilogue or len(second.epilogue_inputs) != 1:
+            continue
+        held = second.epilogue_inputs[0]
+        first = by_result.get(held)
+        if (first is None or first.epilogue_inputs or first.n != second.n
+                or first.root > second.root
+                or not _read_within(graph, uses, held, [first.root, *second.epilogue])):
+            continue
+        key = _join_key(graph, producer, first)
+        if key is not None and key == _join_key(graph, producer, second):
+            out[second.root] = PairedLinears(first, second)
+    return out
+
+
+def lower_paired_linears(L, pp: PairedLinears) -> None:
+    """One skinny dispatch: half the columns an invocation of the dual kernel, of both
+    linears; each accumulator, its dequantization and the chains exactly as the two pairs'
+    own dispatches have them (bit-identical)."""
+    pairs = (pp.first, pp.second)
+    calls = [[L.graph.chain[n] for n in p.linears] for p in pairs]
+    m, n, k = pp.second.m, pp.second.n, pp.second.k
+    w = L.joined_constant([(c[0].args[3], n * k) for c in calls], f"paired_w{pp.second.add}")
+    percol = L.joined_constant([(c[0].args[i], 4 * n) for i in (4, 5) for c in calls],
+                               f"paired_percol{pp.second.add}")
+    params = []
+    for cs in calls:
+        for c in cs:
+            params += [f32(L.args.float(c.args[1])), L.args.int(c.args[2])]
+    chain = {**pp.first.epilogue, **pp.second.epilogue}
+    sums = {L.graph.chain[p.add].args[3]: name for p, name in zip(pairs, ("y", "y2"))}
+    epilogue, code = _epilogue_spec(L, chain, [], sums, m * n, len(params))
+    params += code["words"]
+    bufs = [L.buf(calls[0][0].args[0]), L.buf(calls[0][1].args[0]), w, percol,
+            L.params(*params), L.buf(chain[pp.root].out)]
+    v = DECODE_VARIANTS[decode_variant(L.features)]
+    groups, row = L.grid(-(-n // (v["cols"] // 2)), v["workgroup"])
+    kern = L.kernel("fused/linear_q8_dual", m=m, n=n, k=k, kw=k // 4,
+                    dot4=DOT4_FEATURE in L.features, vec4=k % 16 == 0, has_bias=False,
+                    bias_a=False, bias_b=False, add=pp.second.add_element, epilogue=epilogue,
+                    row=row, segments=None, paired=True, **v)
+    cost = {"bytes_read": 0, "macs": 0}
+    for pair in pairs:
+        for key, value in linear_cost(pair.m, pair.n, pair.k, 2, 1, 2).items():
+            cost[key] += value
+    L.dispatch(kern, bufs, groups, cost=cost,
+               label=f"fused:linear_q8+linear_q8+add:paired+{epilogue['ops']}")
+
+
+def lower_joined_linears(L, group: JoinedLinears) -> None:
+    """One skinny dispatch for the group: each column's accumulators and dequantization
+    exactly as its own pair's dual kernel has them (bit-identical outputs)."""
+    calls = [[L.graph.chain[n] for n in p.linears] for p in group.pairs]
+    first = group.pairs[0]
+    w = L.joined_constant([(c[0].args[3], p.n * p.k) for c, p in zip(calls, group.pairs)],
+                          f"joined_w{first.add}")
+    percol = L.joined_constant([(c[0].args[i], 4 * p.n) for i in (4, 5)
+                                for c, p in zip(calls, group.pairs)], f"joined_percol{first.add}")
+    params, segments, start = [], [], 0
+    for pair, cs in zip(group.pairs, calls):
+        for c in cs:
+            params += [f32(L.args.float(c.args[1])), L.args.int(c.args[2])]
+        segments.append({"start": start, "n": pair.n})
+        start += pair.n
+    outs = [L.buf(L.graph.chain[p.add].args[3]) for p in group.pairs]
+    bufs = [L.buf(calls[0][0].args[0]), L.buf(calls[0][1].args[0]), w, percol,
+            L.params(*params), *outs]
+    variant = decode_variant(L.features)
+    if variant.startswith("splitk"):
+        kern, groups = splitk_kernel(L, variant, first.m, group.n, first.k, 2, x_float=False,
+                                     has_bias=False, biases=[False, False],
+                                     add=first.add_element, epilogue=None, segments=segments)
+    else:
+        v = DECODE_VARIANTS[variant]
+        groups, row = L.grid(-(-group.n // v["cols"]), v["workgroup"])
+        kern = L.kernel("fused/linear_q8_dual", m=first.m, n=group.n, k=first.k,
+                        kw=first.k // 4, dot4=DOT4_FEATURE in L.features,
+                        vec4=first.k % 16 == 0, has_bias=False, bias_a=False, bias_b=False,
+                        add=first.add_element, epilogue=None, row=row, segments=segments,
+                        paired=False, **v)
+    cost = {"bytes_read": 0, "macs": 0}
+    for pair in group.pairs:
+        for key, value in linear_cost(pair.m, pair.n, pair.k, 2, 1, 2).items():
+            cost[key] += value
+    L.dispatch(kern, bufs, groups, cost=cost,
+               label=f"fused:linear_q8+linear_q8+add:joined{len(group.pairs)}")
+
+
+def _epilogue_spec(L, chain: dict[int, Element], external: list[int], register: dict[int, str],
+                   numel: int, at: int) -> tuple[dict, dict]:
+    """The dual kernels' `epilogue` parameter for the elementwise `chain` (node -> element,
+    in order) on the held values `register`, its runtime words from params word `at`; and
+    chain_code's result (the external inputs' buffers, the words)."""
+    code = chain_code(L, list(chain), chain, external, register, numel, at=at)
+    root = chain[max(chain)]
+    epilogue = {"inputs": [(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])],
+                "externals": code["externals"], "steps": code["steps"], "ty": root.ty,
+                "out_kind": L.storage(root.out), "out_wgsl": WGSL_TYPE[L.storage(root.out)],
+                "ops": "+".join(e.op for e in chain.values()),
+                "zero_word": code["zero"]}   # the opaque zero of `stored` and the chain
+    return epilogue, code
+
+
 def lower_dual_linear(L, pair: DualLinear) -> None:
     """One dispatch: both passes' accumulators per output column, W read once."""
     calls = [L.graph.chain[n] for n in pair.linears]
@@ -197,17 +400,11 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     epilogue, label = None, "fused:linear_q8+linear_q8+add"
     out = L.graph.chain[pair.add].args[3]
     if pair.epilogue:
-        code = chain_code(L, list(pair.epilogue), pair.epilogue, list(pair.epilogue_inputs),
-                          {out: "y"}, pair.m * pair.n, at=len(params))
-        root = pair.epilogue[pair.root]
-        out = root.out
-        epilogue = {"inputs": [(f"a{j}", ty, "read") for j, ty in enumerate(code["wgsl"])],
-                    "externals": code["externals"], "steps": code["steps"], "ty": root.ty,
-                    "out_kind": L.storage(out), "out_wgsl": WGSL_TYPE[L.storage(out)],
-                    "ops": "+".join(e.op for e in pair.epilogue.values())}
+        epilogue, code = _epilogue_spec(L, pair.epilogue, list(pair.epilogue_inputs),
+                                        {out: "y"}, pair.m * pair.n, len(params))
+        out = pair.epilogue[pair.root].out
         bufs += code["bufs"]
         params += code["words"]
-        epilogue["zero_word"] = code["zero"]   # the opaque zero of `stored` and the chain
         label += "+" + epilogue["ops"]
     if pair.m > SKINNY_ROWS and not pair.epilogue:
         params.append(0)   # the opaque zero of the tiled kernel's `stored`
@@ -233,7 +430,7 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     if variant.startswith("splitk"):
         kern, groups = splitk_kernel(L, variant, pair.m, pair.n, pair.k, 2, x_float=False,
                                      has_bias=bias_buf is not None, biases=has_bias,
-                                     add=pair.add_element, epilogue=epilogue)
+                                     add=pair.add_element, epilogue=epilogue, segments=None)
         L.dispatch(kern, bufs, groups, label=label, cost=cost)
         return
     v = DECODE_VARIANTS[variant]
@@ -241,5 +438,6 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     kern = L.kernel("fused/linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
                     dot4=DOT4_FEATURE in L.features, vec4=pair.k % 16 == 0,
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
-                    add=pair.add_element, epilogue=epilogue, row=row, **v)
+                    add=pair.add_element, epilogue=epilogue, row=row, segments=None,
+                    paired=False, **v)
     L.dispatch(kern, bufs, groups, label=label, cost=cost)

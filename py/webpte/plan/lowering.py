@@ -14,7 +14,14 @@ from ..kernels.registry import check_graph_args, missing_ops, registry
 from ..kernels.render import render
 from ..pte.graph import Graph, OpCall, SymIntValue, TensorValue
 from .fusion import Uses, find_groups, lower_group
-from .fusion_q8 import find_dual_linears, lower_dual_linear
+from .fusion_q8 import (
+    find_dual_linears,
+    join_dual_linears,
+    lower_dual_linear,
+    lower_joined_linears,
+    lower_paired_linears,
+    pair_dual_linears,
+)
 from .memory import assign_buffers
 from .model import DispatchSpec, IOSpec, KernelSpec, Plan
 from .share import share_duplicates
@@ -98,6 +105,25 @@ class Lowering:
             raise PlanError(f"{self._where()}: value {vid} ({type(v).__name__}) has no buffer")
         self._bind(vid, b)
         return b
+
+    def joined_constant(self, items: list[tuple[int, int]], label: str) -> int:
+        """One constant buffer holding, back to back, the first `nbytes` of each constant of
+        `items` ((value id, nbytes)): a "file_parts" init of their file bytes (none
+        converted), for kernels that run several ops' weights as one (plan/fusion_q8.py)."""
+        parts = []
+        for vid, nbytes in items:
+            v = self.tensor(vid)
+            ref = self.graph.constants[v.constant_id] if v.is_constant else None
+            if (ref is None or file_convert(v) is not None or ref.nbytes != storage_bytes(v)
+                    or not 0 < nbytes <= ref.nbytes):
+                raise PlanError(f"{self._where()}: value {vid} cannot join a constant buffer")
+            parts.append({"offset": ref.offset, "nbytes": nbytes})
+        key = ("joined", tuple((p["offset"], p["nbytes"]) for p in parts))
+        if key not in self._constant_bufs:
+            size = -(-sum(p["nbytes"] for p in parts) // 4) * 4
+            self._constant_bufs[key] = self._new(size, "constant", label,
+                                                 {"kind": "file_parts", "parts": parts})
+        return self._constant_bufs[key]
 
     def state_buf(self, vid: int) -> int:
         """A persistent buffer of its own for `vid` (KV caches): zero at load and reset."""
@@ -234,11 +260,24 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
                                     unstable=frozenset(state_ids)) if fuse else ({}, {}))
     deferred = {node for g in groups.values() for node in g.nodes}
     deferred |= {node for d in duals.values() for node in d.linears} | withheld
+    # Pairs that share a dispatch: the MLP's gate and up (at up's root), then q, k and v
+    # (at q's root); the others plan nothing.
+    paired = pair_dual_linears(graph, duals, uses, L.features) if duals else {}
+    firsts = {p.first.root for p in paired.values()}
+    joined = join_dual_linears(graph, {r: d for r, d in duals.items() if r not in firsts},
+                               L.features)
+    joined_away = firsts | {p.root for j in joined.values() for p in j.pairs[1:]}
     reg = registry()
     for node, op in enumerate(graph.chain):
         L.op, L.node = op, node
         L.args.op_name = f"{op.name} (node {node})"
-        if node in duals:
+        if node in joined:
+            lower_joined_linears(L, joined[node])
+        elif node in paired:
+            lower_paired_linears(L, paired[node])
+        elif node in joined_away:
+            continue
+        elif node in duals:
             lower_dual_linear(L, duals[node])
         elif node in groups:
             lower_group(L, groups[node], elements)

@@ -84,6 +84,15 @@ def _init(init, size: int, i: int) -> None:
         if 4 * len(words) > size:
             _fail(f"buffer {i} holds {size} bytes, its {len(words)} words need {4 * len(words)}")
         return
+    if kind == "file_parts":   # file ranges back to back (Lowering.joined_constant)
+        parts = _list(init.get("parts"), f"buffer {i} parts")
+        if not parts or not all(isinstance(p, dict) and _count(p.get("offset"))
+                                and _count(p.get("nbytes")) for p in parts):
+            _fail(f"buffer {i} file parts")
+        need = sum(p["nbytes"] for p in parts)
+        if need > size:
+            _fail(f"buffer {i} holds {size} bytes, its file parts are {need}")
+        return
     if kind != "file":
         _fail(f"buffer {i} init kind {kind!r:.20}")
     if not (_count(init.get("offset")) and _count(init.get("nbytes"))):

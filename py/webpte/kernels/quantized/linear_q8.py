@@ -211,7 +211,7 @@ def lower(L, call) -> None:
     if m <= SKINNY_ROWS and variant.startswith("splitk"):
         kern, groups = splitk_kernel(L, variant, m, n, k, 1, x_float=x_kind == "f32",
                                      has_bias=bias is not None, biases=[bias is not None],
-                                     add=None, epilogue=None)
+                                     add=None, epilogue=None, segments=None)
     elif m <= SKINNY_ROWS:
         # A decoder window: one column per invocation, W rows read directly.
         groups, row = L.grid(n, 64)

@@ -1,0 +1,172 @@
+"""Joined decode linears: dual linears on the same int8 inputs (q, k and v) as one dispatch
+over their W rows back to back, bit-identical to each pair's own dispatch."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from harness import assert_close
+from test_fusion_q8 import DUAL
+from test_op_q8 import LINEAR, int8, linear_operands
+from test_op_q8_splitk import SPLIT_VARIANTS, require
+from webpte.errors import PlanError
+from webpte.kernels.quantized.linear_q8 import DECODE_HINT
+from webpte.kernels.reference import run_reference
+from webpte.native import Executor
+from webpte.plan import Plan, lower
+from webpte.plan.fusion_q8 import JOIN_HINT, JOIN_MAX
+from webpte.pte.builder import GraphBuilder
+
+
+def _sibling_graph(m, k, ns, *, clone=True, bias_on=None):
+    """Pairs y_i = linear(xa) + linear(xb) on their own W_i, all reading one xa and one xb
+    (through a clone each when `clone`, as the decoder recipe has them); `bias_on`: the
+    index of a pair whose first pass adds a bias."""
+    rng = np.random.default_rng(23)
+    b = GraphBuilder()
+    xa, xb = b.tensor(np.int8, (1, m, k)), b.tensor(np.int8, (1, m, k))
+    outs = []
+    for i, n in enumerate(ns):
+        w, sums, scales, b_vals = linear_operands(rng, n, k)
+        wc, sc, scc = b.constant(w), b.constant(sums), b.constant(scales)
+        ya, yb, y = (b.tensor(np.float32, (1, m, n)) for _ in range(3))
+        ins = []
+        for x in (xa, xb):
+            if clone:
+                c = b.tensor(np.int8, (1, m, k))
+                b.op("aten.clone.default", x, b.scalar(None), c)
+                x = c
+            ins.append(x)
+        b.op(LINEAR, ins[0], b.scalar(0.0213 + i * 1e-3), b.scalar(3 - i), wc, sc, scc,
+             b.constant(b_vals) if bias_on == i else b.scalar(None), ya)
+        b.op(LINEAR, ins[1], b.scalar(0.00071), b.scalar(-5 + i), wc, sc, scc, b.scalar(None),
+             yb)
+        b.op("aten.add.Tensor", ya, yb, b.scalar(1), y)
+        outs.append(y)
+    return b.build([xa, xb], outs)
+
+
+JOINED = DUAL + ":joined"
+
+
+@pytest.mark.parametrize("decode", ["skinny", "splitk", "splitk16"])
+@pytest.mark.parametrize("features", SPLIT_VARIANTS)
+@pytest.mark.parametrize("case", [
+    # columns that straddle the pairs inside one invocation; sums and scales padded to N4
+    pytest.param(dict(m=4, k=36, ns=(5, 12, 67)), id="4x36-5,12,67"),
+    pytest.param(dict(m=1, k=64, ns=(24, 8)), id="1x64-24,8-vec4"),
+    # four pairs: three join, the fourth runs alone
+    pytest.param(dict(m=3, k=16, ns=(9, 3, 17, 6), clone=False), id="3x16-four"),
+])
+def test_joined_linears_are_bitwise_apart(gpu, decode, features, case):
+    require(features)
+    features = [*features, DECODE_HINT + decode]
+    g, blob = _sibling_graph(**case)
+    joined = lower(g, features=features)
+    apart = lower(g, features=[*features, JOIN_HINT + "off"])
+    n_pairs = len(case["ns"])
+    ops = [d.op for d in joined.dispatches]
+    joins = min(n_pairs, JOIN_MAX)
+    assert ops.count(JOINED + str(joins)) == 1 and ops.count(DUAL) == n_pairs - joins
+    assert [d.op for d in apart.dispatches] == [DUAL] * n_pairs
+    parts = [b.init for b in joined.buffers if b.init and b.init["kind"] == "file_parts"]
+    assert len(parts) == 2   # the W rows, the per-column words
+    assert Plan.from_json(joined.to_json()) == joined
+    rng = np.random.default_rng(9)
+    xs = [int8(rng, (1, case["m"], case["k"])) for _ in range(2)]
+    outs = []
+    for plan in (joined, apart):
+        ex = Executor(plan, blob)
+        ex.poison()
+        outs.append(ex.run(xs))
+    env = run_reference(g, dict(zip(g.input_ids, xs)), blob)
+    for i, (a, b) in enumerate(zip(*outs)):
+        assert a.tobytes() == b.tobytes(), f"pair {i}: joined differs from apart"
+        assert_close(a, env.get(g.output_ids[i]), rel=1e-6, what=f"pair {i} vs numpy")
+
+
+def test_pairs_on_other_inputs_or_with_bias_stay_apart():
+    g, _ = _sibling_graph(m=4, k=16, ns=(8, 8, 8), bias_on=1)
+    ops = [d.op for d in lower(g).dispatches]
+    assert ops == [JOINED + "2", DUAL]   # the pair with a bias runs alone
+    tiled, _ = _sibling_graph(m=9, k=16, ns=(8, 8))   # > 8 rows: the tiled kernel, apart
+    assert [d.op for d in lower(tiled).dispatches] == [DUAL, DUAL]
+
+
+@pytest.mark.parametrize("breaks,match", [
+    (lambda init: init.update(parts=[]), "file parts"),
+    (lambda init: init["parts"][0].update(offset=-1), "file parts"),
+    (lambda init: init["parts"].append({"offset": 0, "nbytes": 1 << 30}), "its file parts are"),
+])
+def test_malformed_file_parts_are_refused(breaks, match):
+    g, _ = _sibling_graph(m=4, k=16, ns=(8, 8))
+    plan = json.loads(lower(g).to_json())
+    init = next(b["init"] for b in plan["buffers"]
+                if b["init"] and b["init"]["kind"] == "file_parts")
+    breaks(init)
+    with pytest.raises(PlanError, match=match):
+        Plan.from_json(json.dumps(plan))
+
+
+def _mlp_graph(m, k, n, *, gate_read_twice=False):
+    """silu(linear(xa) + linear(xb) on W_g) * (the same on W_u), as the decoder's MLP has
+    it: the gate pair's epilogue is the silu, the up pair's the product. With
+    `gate_read_twice` the silu's result is a method output too (the pair must stay apart)."""
+    rng = np.random.default_rng(31)
+    b = GraphBuilder()
+    xa, xb = b.tensor(np.int8, (1, m, k)), b.tensor(np.int8, (1, m, k))
+    sig, silu, h = (b.tensor(np.float32, (1, m, n)) for _ in range(3))
+    for i in range(2):
+        w, sums, scales, _ = linear_operands(rng, n, k)
+        wc, sc, scc = b.constant(w), b.constant(sums), b.constant(scales)
+        ya, yb, y = (b.tensor(np.float32, (1, m, n)) for _ in range(3))
+        b.op(LINEAR, xa, b.scalar(0.0213), b.scalar(3), wc, sc, scc, b.scalar(None), ya)
+        b.op(LINEAR, xb, b.scalar(0.00071 * (i + 1)), b.scalar(-5), wc, sc, scc,
+             b.scalar(None), yb)
+        b.op("aten.add.Tensor", ya, yb, b.scalar(1), y)
+        if i == 0:   # the gate: silu
+            b.op("aten.sigmoid.default", y, sig)
+            b.op("aten.mul.Tensor", y, sig, silu)
+        else:        # the up: times the gate's silu
+            b.op("aten.mul.Tensor", silu, y, h)
+    return b.build([xa, xb], [h, silu] if gate_read_twice else [h])
+
+
+PAIRED = DUAL + ":paired+sigmoid+mul+mul"
+
+
+@pytest.mark.parametrize("features", SPLIT_VARIANTS[:2])
+@pytest.mark.parametrize("case", [
+    pytest.param(dict(m=4, k=36, n=5), id="4x36x5"),
+    pytest.param(dict(m=4, k=64, n=67), id="4x64x67-vec4"),
+    pytest.param(dict(m=1, k=772, n=12), id="1x772x12"),
+])
+def test_paired_linears_are_bitwise_apart(gpu, features, case):
+    require(features)
+    g, blob = _mlp_graph(**case)
+    paired = lower(g, features=features)
+    apart = lower(g, features=[*features, JOIN_HINT + "off"])
+    assert [d.op for d in paired.dispatches] == [PAIRED]
+    assert [d.op for d in apart.dispatches] == [DUAL + "+sigmoid+mul", DUAL + "+mul"]
+    assert paired.dispatches[0].cost["macs"] == sum(d.cost["macs"] for d in apart.dispatches)
+    rng = np.random.default_rng(4)
+    xs = [int8(rng, (1, case["m"], case["k"])) for _ in range(2)]
+    outs = []
+    for plan in (paired, apart):
+        ex = Executor(plan, blob)
+        ex.poison()
+        outs.append(ex.run(xs)[0])
+    assert outs[0].tobytes() == outs[1].tobytes(), "paired differs from apart"
+    ref = run_reference(g, dict(zip(g.input_ids, xs)), blob).get(g.output_ids[0])
+    assert_close(outs[0], ref, rel=1e-5, what="paired linears vs numpy")
+
+
+def test_a_gate_read_elsewhere_or_splitk_stays_apart():
+    g, _ = _mlp_graph(4, 16, 8, gate_read_twice=True)
+    assert [d.op for d in lower(g).dispatches] == [DUAL + "+sigmoid+mul", DUAL + "+mul"]
+    g, _ = _mlp_graph(4, 16, 8)
+    splitk = lower(g, features=[DECODE_HINT + "splitk"])
+    assert not any(":paired" in d.op for d in splitk.dispatches)
