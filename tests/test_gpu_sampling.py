@@ -13,19 +13,26 @@ import pytest
 
 from webpte.errors import InputError
 from webpte.host.sampling import Candidates, Sampler, SamplingOptions
-from webpte.kernels.sampling.topk import CANDIDATES, add_readouts, passes, readout_words
+from webpte.kernels.sampling.topk import (
+    CANDIDATES,
+    TOPK_HINT,
+    TOPK_VARIANTS,
+    add_readouts,
+    passes,
+    readout_words,
+)
 from webpte.plan.model import BufferSpec, IOSpec, Plan
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def _logits_plan(shape) -> Plan:
+def _logits_plan(shape, features=()) -> Plan:
     """A plan that only holds logits (input = output), with the readouts appended."""
     size = 4 * int(np.prod(shape))
     plan = Plan("forward", [BufferSpec(0, size, "input", "logits")], [], [],
                 [IOSpec(0, "float32", tuple(shape), "f32")],
                 [IOSpec(0, "float32", tuple(shape), "f32")])
-    return add_readouts(plan)
+    return add_readouts(plan, features=features)
 
 
 def _host_order(row: np.ndarray) -> list[int]:
@@ -41,11 +48,14 @@ def _tied_logits(rng, rows: int, vocab: int) -> np.ndarray:
     return x
 
 
+@pytest.mark.parametrize("variant", TOPK_VARIANTS)
 @pytest.mark.parametrize("rows,vocab", [(1, 49152), (4, 5003), (1, 1024), (2, 37)])
-def test_readouts_match_the_host_order(gpu, rng, rows, vocab):
+def test_readouts_match_the_host_order(gpu, rng, rows, vocab, variant):
     from webpte.native import Executor
 
-    plan = _logits_plan((1, rows, vocab))
+    plan = _logits_plan((1, rows, vocab), [TOPK_HINT + variant])
+    assert all(variant in plan.kernels[d.kernel].wgsl or variant == "lanes"
+               for r in plan.readouts for d in r.dispatches)
     ex = Executor(Plan.from_json(plan.to_json()))
     ks = [r.k for r in plan.readouts]
     assert ks == [1, min(CANDIDATES, vocab)]
@@ -137,3 +147,29 @@ def test_reference_backend_gives_the_same_readout(gpu, rng):
     np.testing.assert_array_equal(ref.run_calls(calls, readout=1),
                                   gpu_prog.run_calls(calls, readout=1))
     assert json.dumps(ref.readouts) == json.dumps(gpu_prog.readouts) and k == 64
+
+
+@pytest.mark.parametrize("variant", TOPK_VARIANTS)
+def test_readouts_order_nan_inf_and_signed_zero_as_the_reference(gpu, rng, variant):
+    from webpte.native import Executor
+
+    x = rng.standard_normal((1, 1, 3000)).astype(np.float32)
+    x[0, 0, rng.integers(0, 3000, 40)] = np.nan
+    x[0, 0, [7, 2999]] = np.inf
+    x[0, 0, [11, 12]] = -np.inf
+    x[0, 0, [100, 5]] = [-0.0, 0.0]
+    ex = Executor(_logits_plan(x.shape, [TOPK_HINT + variant]))
+    ex.write_inputs([x])
+    for k in (1, CANDIDATES):
+        words = ex.run([x], readout=k)
+        np.testing.assert_array_equal(words, readout_words(x, k))
+    assert int(ex.run([x], readout=1)[0]) == 7   # the first +inf
+
+
+def test_gpu_adapters_get_the_bitonic_readout():
+    from webpte.plan.hints import adapter_hints
+
+    assert TOPK_HINT + "bitonic" in adapter_hints("DiscreteGPU")
+    assert not any(h.startswith(TOPK_HINT) for h in adapter_hints("CPU"))
+    plan = _logits_plan((1, 1, 5000), adapter_hints("IntegratedGPU"))
+    assert [d.workgroups for d in plan.readouts[1].dispatches] == [(5, 1, 1), (1, 1, 1)]

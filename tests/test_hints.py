@@ -16,12 +16,13 @@ from webpte.pte import read_program
 def test_cpu_adapters_keep_the_plain_kernels_and_gpus_get_the_split_ones():
     assert adapter_hints("CPU") == {"q8_decode:skinny", "q8_gemm:d8x16", "f32_gemm:direct",
                                     "attention:serial", "norm:redundant"}
-    assert adapter_hints("DiscreteGPU") == {"q8_decode:splitk", "attn_kv_chunk:256"}
+    assert adapter_hints("DiscreteGPU") == {"q8_decode:splitk", "attn_kv_chunk:256",
+                                            "topk:bitonic"}
     assert resolve_hints(["dot4", "adapter_type:CPU"]) == {
         "dot4", "q8_decode:skinny", "q8_gemm:d8x16", "f32_gemm:direct", "attention:serial",
         "norm:redundant"}
     assert resolve_hints(["adapter_type:GPU", "q8_decode:skinny"]) == {
-        "q8_decode:skinny", "attn_kv_chunk:256"}   # an explicit hint wins
+        "q8_decode:skinny", "attn_kv_chunk:256", "topk:bitonic"}   # an explicit hint wins
     assert resolve_hints(["q8_decode:splitk"]) == {"q8_decode:splitk"}
 
 

@@ -67,7 +67,7 @@ def plan_method(prog: PteProgram, method: str = "forward", features=(),
         # A windowed decoder: argmax / top-k of its logits on the device (host/sampling.py).
         from .kernels.sampling.topk import add_readouts
 
-        add_readouts(plan)
+        add_readouts(plan, features=features)
     return plan
 
 

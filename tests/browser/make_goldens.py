@@ -226,6 +226,47 @@ def handmade_entries(out: Path) -> list[dict]:
     return entries
 
 
+def readout_entries(out: Path) -> list[dict]:
+    """The device readout (kernels/sampling/topk.py) of 64 candidates in each variant, run
+    as a plan of its own whose output is the readout's words (ids, then logits' bits) over
+    logits with many ties, signed zeros, infinities and NaN; the page on SwiftShader plans
+    the lane variant itself, GPUs the bitonic one."""
+    from webpte.kernels.sampling.topk import (
+        CANDIDATES,
+        TOPK_HINT,
+        TOPK_VARIANTS,
+        add_readouts,
+        readout_words,
+    )
+    from webpte.plan.model import BufferSpec, IOSpec, Plan
+
+    rng = np.random.default_rng(20261)
+    vocab = 5003
+    x = (rng.integers(-40, 8, (1, 1, vocab)) * 0.25).astype(np.float32)
+    x[0, 0, rng.integers(0, vocab, 5)] = 2.0
+    x[0, 0, rng.integers(0, vocab, 9)] = -0.0
+    x[0, 0, rng.integers(0, vocab, 7)] = np.nan
+    x[0, 0, [3, 4001]] = [np.inf, -np.inf]
+    words = readout_words(x, CANDIDATES).view(np.int32)
+    entries = []
+    for variant in TOPK_VARIANTS:
+        io = IOSpec(0, "float32", x.shape, "f32")
+        plan = add_readouts(Plan("forward", [BufferSpec(0, 4 * vocab, "input", "logits")],
+                                 [], [], [io], [io]), (CANDIDATES,), [TOPK_HINT + variant])
+        r = plan.readouts.pop()
+        plan.dispatches = r.dispatches
+        plan.buffers[r.buffer].role = "output"
+        plan.outputs = [IOSpec(r.buffer, "int32", (2 * CANDIDATES,), "i32")]
+        name = f"readout_top{CANDIDATES}_{variant}"
+        (out / name).mkdir(parents=True, exist_ok=True)
+        (out / name / "plan.json").write_text(plan.to_json())
+        (out / name / "blob.bin").write_bytes(b"\0\0\0\0")
+        entries.append({"name": name, "plan": f"golden/{name}/plan.json",
+                        "blob": f"golden/{name}/blob.bin", "tolerance": 0.0,
+                        "calls": write_calls(out, name, [([x], [words])])})
+    return entries
+
+
 def main(out_dir: str) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -235,7 +276,7 @@ def main(out_dir: str) -> None:
     synthetic = [synthetic_entry(out, n, m) for n, m in SYNTHETIC.items()]
     synthetic += [synthetic_entry(out, n, m, f, exact=True)
                   for n, (m, f) in SYNTHETIC_VARIANTS.items()]
-    synthetic += handmade_entries(out)
+    synthetic += handmade_entries(out) + readout_entries(out)
     (out / "manifest.json").write_text(json.dumps({"fixtures": fixtures, "synthetic": synthetic},
                                                   indent=1))
     for f in fixtures:

@@ -15,6 +15,7 @@ from ..kernels.attention._tiled import ATTENTION_HINT, KV_CHUNK_HINT
 from ..kernels.matmul.matmul import F32_GEMM_DIRECT
 from ..kernels.quantized.linear_q8 import DECODE_HINT, GEMM_HINT, decode_hint, gemm_hint
 from ..kernels.reduce.rms_norm import NORM_REDUNDANT
+from ..kernels.sampling.topk import TOPK_HINT
 
 # Keys per split for decode attention on GPUs: a 4-row window of 9 heads over a 2k context
 # becomes 36 x 8 workgroups instead of 36.
@@ -33,6 +34,7 @@ def adapter_hints(adapter_type: str, device: str = "") -> frozenset[str]:
     hints = {decode_hint(adapter_type)}
     if adapter_type != "CPU":
         hints.add(f"{KV_CHUNK_HINT}{GPU_KV_CHUNK}")
+        hints.add(TOPK_HINT + "bitonic")   # CPU adapters keep a lane per run (no barriers)
     else:   # GPUs keep the default many-row tiles, tiled f32 matmul and attention
         hints.add(gemm_hint(adapter_type))
         hints.add(F32_GEMM_DIRECT)

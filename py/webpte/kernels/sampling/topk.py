@@ -1,10 +1,15 @@
 """Argmax and top-k candidates of a plan's logits, computed on the device.
 
 Appended to a decoder's plan as readouts (Plan.readouts): each is a few passes of one
-kernel (`shaders/sampling/topk.wgsl.j2`); in a pass every lane keeps the best `k` of its
-run of `CHUNK` entries in a private sorted list (insertion, no barriers: a workgroup
-barrier costs a switch of every invocation on CPU adapters, and a bitonic sort of 1024
-entries per workgroup took 100 ms for 49,152 logits on lavapipe) until one lane is left.
+kernel, every pass keeping the best `k` of each run of `CHUNK` entries until one run is
+left. Two variants, picked by a planner hint (TOPK_HINT; plan/hints.py):
+- "lanes" (`shaders/sampling/topk.wgsl.j2`, CPU adapters): a run per lane, kept in a
+  private sorted list by insertion, no barriers (a workgroup barrier costs a switch of every
+  invocation on CPU adapters; a bitonic sort of 1024 entries per workgroup took 100 ms for
+  49,152 logits on lavapipe);
+- "bitonic" (`topk_bitonic.wgsl.j2`, GPUs): a run per workgroup of 256 lanes, sorted in
+  workgroup memory by a bitonic network (SmolLM2's 49,152 logits: 48 workgroups of 256
+  lanes, not 48 lanes).
 The order is the host sampler's: larger logit first, equal logits by lower token id,
 so the ids are exactly the ones `Sampler` picks from the full row.
 
@@ -21,10 +26,23 @@ from ...plan.model import BufferSpec, DispatchSpec, KernelSpec, Plan, ReadoutSpe
 from .._np import np
 from ..render import render
 
-CHUNK = 1024         # entries per lane
-WORKGROUP = 64
+CHUNK = 1024         # entries per run (a lane's or a workgroup's)
 CANDIDATES = 64      # the top-k readout's k: the largest top_k sampled on the device
 READOUT_KS = (1, CANDIDATES)
+# Variants as data: template, workgroup size, whether a workgroup (else a lane) takes a run.
+TOPK_VARIANTS = {"lanes": {"template": "sampling/topk", "workgroup": 64, "per_group": False},
+                 "bitonic": {"template": "sampling/topk_bitonic", "workgroup": 256,
+                             "per_group": True}}
+TOPK_HINT = "topk:"  # a planner hint ("topk:bitonic"); without one, "lanes"
+
+
+def topk_variant(features) -> str:
+    """The readout variant the features ask for (the last hint wins)."""
+    names = [f[len(TOPK_HINT):] for f in sorted(features) if f.startswith(TOPK_HINT)]
+    name = names[-1] if names else "lanes"
+    if name not in TOPK_VARIANTS:
+        raise PlanError(f"top-k variant {name!r} is not one of {', '.join(TOPK_VARIANTS)}")
+    return name
 
 
 def passes(n: int, k: int) -> list[tuple[int, int]]:
@@ -40,10 +58,12 @@ def passes(n: int, k: int) -> list[tuple[int, int]]:
         n = lanes * k
 
 
-def add_readouts(plan: Plan, ks=READOUT_KS) -> Plan:
+def add_readouts(plan: Plan, ks=READOUT_KS, features=()) -> Plan:
     """`plan` with one readout per k in `ks` over the last row of its first output (float32
-    logits `[..., vocab]`). Its buffers, kernels and dispatches are appended; the plan's own
-    dispatches are unchanged (a call runs a readout only when asked)."""
+    logits `[..., vocab]`), in the variant `features` ask for (TOPK_HINT). Its buffers,
+    kernels and dispatches are appended; the plan's own dispatches are unchanged (a call
+    runs a readout only when asked)."""
+    variant = TOPK_VARIANTS[topk_variant(features)]
     logits = plan.outputs[0]
     if logits.dtype != "float32" or logits.storage != "f32" or not logits.shape:
         raise PlanError(f"readouts need float32 logits, output 0 is {logits.dtype}"
@@ -57,8 +77,8 @@ def add_readouts(plan: Plan, ks=READOUT_KS) -> Plan:
         steps = passes(vocab, k)
         for i, (n, lanes) in enumerate(steps):
             final = i == len(steps) - 1
-            wgsl = render("sampling/topk", k=k, n=n, chunk=CHUNK, lanes=lanes,
-                          workgroup=WORKGROUP, offset=offset,
+            wgsl = render(variant["template"], k=k, n=n, chunk=CHUNK, lanes=lanes,
+                          workgroup=variant["workgroup"], offset=offset,
                           source="logits" if i == 0 else "pairs", final=final)
             if wgsl not in kernels:
                 kernels[wgsl] = len(plan.kernels)
@@ -68,8 +88,8 @@ def add_readouts(plan: Plan, ks=READOUT_KS) -> Plan:
             plan.buffers.append(BufferSpec(dst, 4 * (2 * k if final else 2 * lanes * k),
                                            "activation", f"readout top{k} pass {i}"))
             cost = {"bytes_read": 4 * n * (1 if i == 0 else 2), "macs": 0}
-            dispatches.append(DispatchSpec(kernels[wgsl], [src, dst],
-                                           (math.ceil(lanes / WORKGROUP), 1, 1),
+            groups = lanes if variant["per_group"] else math.ceil(lanes / variant["workgroup"])
+            dispatches.append(DispatchSpec(kernels[wgsl], [src, dst], (groups, 1, 1),
                                            f"readout.top{k}", -1, cost))
             src = dst
         plan.readouts.append(ReadoutSpec(k, dispatches, src))
