@@ -58,3 +58,21 @@ def run_graph_both(graph, blob, inputs, *, poison: bool = True):
     env = run_reference(graph, dict(zip(graph.input_ids, inputs)), blob)
     ref = [env.get(v) for v in graph.output_ids]
     return native, ref
+
+
+def assert_plans_bitwise(graph, blob, inputs, plans: dict, *, rel: float = 1e-6) -> list:
+    """Run each plan of `plans` ({name: plan} of one graph) natively, poisoned first: every
+    output bitwise the first plan's, and within `rel` of the numpy reference. Returns the
+    first plan's outputs."""
+    outs = {}
+    for name, plan in plans.items():
+        ex = Executor(plan, blob)
+        ex.poison()
+        outs[name] = ex.run(inputs)
+    (first, base), *others = outs.items()
+    env = run_reference(graph, dict(zip(graph.input_ids, inputs)), blob)
+    for i, a in enumerate(base):
+        for name, out in others:
+            assert a.tobytes() == out[i].tobytes(), f"output {i}: {first} differs from {name}"
+        assert_close(a, env.get(graph.output_ids[i]), rel=rel, what=f"output {i} vs numpy")
+    return base

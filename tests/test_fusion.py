@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import assert_close
+from harness import assert_close, assert_plans_bitwise
 from webpte.bench import _inputs_for
 from webpte.kernels.reference import run_reference
 from webpte.plan import lower
@@ -270,7 +270,6 @@ def _math_chains():
 
 
 def test_new_elementwise_ops_fuse_bitwise_unfused(gpu):
-    from webpte.native import Executor
     g, blob = _math_chains()
     fused, unfused = lower(g), lower(g, fuse=False)
     # The third chain reads only x, which the first reads too: one dispatch, two outputs.
@@ -283,15 +282,7 @@ def test_new_elementwise_ops_fuse_bitwise_unfused(gpu):
     xs = [rng.uniform(-4, 4, shape).astype(np.float32) for _ in range(3)]
     xs += [rng.integers(-50, 50, shape).astype(np.int32),
            rng.choice([-7, -3, -2, 2, 3, 5], shape).astype(np.int32)]
-    outs = []
-    for plan in (fused, unfused):
-        ex = Executor(plan, blob)
-        ex.poison()
-        outs.append(ex.run(xs))
-    env = run_reference(g, dict(zip(g.input_ids, xs)), blob)
-    for n, (a, b) in enumerate(zip(*outs)):
-        assert a.tobytes() == b.tobytes(), f"output {n}: fused differs from unfused"
-        assert_close(a, env.get(g.output_ids[n]), rel=1e-5, what=f"output {n} vs numpy")
+    assert_plans_bitwise(g, blob, xs, {"fused": fused, "unfused": unfused}, rel=1e-5)
 
 
 def test_broadcast_index_reads_numpy_broadcast():

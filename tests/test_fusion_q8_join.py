@@ -8,14 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from harness import assert_close
+from harness import assert_plans_bitwise
 from test_fusion_q8 import DUAL
 from test_op_q8 import LINEAR, int8, linear_operands
 from test_op_q8_splitk import SPLIT_VARIANTS, require
 from webpte.errors import PlanError
 from webpte.kernels.quantized.linear_q8 import DECODE_HINT
-from webpte.kernels.reference import run_reference
-from webpte.native import Executor
 from webpte.plan import Plan, lower
 from webpte.plan.fusion_q8 import JOIN_HINT, JOIN_MAX
 from webpte.pte.builder import GraphBuilder
@@ -77,15 +75,7 @@ def test_joined_linears_are_bitwise_apart(gpu, decode, features, case):
     assert Plan.from_json(joined.to_json()) == joined
     rng = np.random.default_rng(9)
     xs = [int8(rng, (1, case["m"], case["k"])) for _ in range(2)]
-    outs = []
-    for plan in (joined, apart):
-        ex = Executor(plan, blob)
-        ex.poison()
-        outs.append(ex.run(xs))
-    env = run_reference(g, dict(zip(g.input_ids, xs)), blob)
-    for i, (a, b) in enumerate(zip(*outs)):
-        assert a.tobytes() == b.tobytes(), f"pair {i}: joined differs from apart"
-        assert_close(a, env.get(g.output_ids[i]), rel=1e-6, what=f"pair {i} vs numpy")
+    assert_plans_bitwise(g, blob, xs, {"joined": joined, "apart": apart})
 
 
 def test_pairs_on_other_inputs_or_with_bias_stay_apart():
@@ -154,14 +144,7 @@ def test_paired_linears_are_bitwise_apart(gpu, features, case):
     assert paired.dispatches[0].cost["macs"] == sum(d.cost["macs"] for d in apart.dispatches)
     rng = np.random.default_rng(4)
     xs = [int8(rng, (1, case["m"], case["k"])) for _ in range(2)]
-    outs = []
-    for plan in (paired, apart):
-        ex = Executor(plan, blob)
-        ex.poison()
-        outs.append(ex.run(xs)[0])
-    assert outs[0].tobytes() == outs[1].tobytes(), "paired differs from apart"
-    ref = run_reference(g, dict(zip(g.input_ids, xs)), blob).get(g.output_ids[0])
-    assert_close(outs[0], ref, rel=1e-5, what="paired linears vs numpy")
+    assert_plans_bitwise(g, blob, xs, {"paired": paired, "apart": apart}, rel=1e-5)
 
 
 def test_a_gate_read_elsewhere_or_splitk_stays_apart():

@@ -8,8 +8,19 @@
 export function parsePlan(planOrJson: string | object, { fileSize }?: {
     fileSize?: number;
 }): object;
-/** Bytes of the program file a buffer's init uploads (0 for zeros and words). */
-export function fileBytes(init: any): any;
+/**
+ * Bytes of the program file a buffer's init uploads (0 for zeros and words).
+ * @param {{kind: string, nbytes?: number, parts?: {offset: number, nbytes: number}[]} | null | undefined} init
+ * @returns {number}
+ */
+export function fileBytes(init: {
+    kind: string;
+    nbytes?: number;
+    parts?: {
+        offset: number;
+        nbytes: number;
+    }[];
+} | null | undefined): number;
 /**
  * A host input -> the bytes its buffer holds: Uint8Array padded to a multiple of 4 bytes.
  * `value` is a TypedArray (its length must be the method's element count) or

@@ -122,7 +122,11 @@ function checkInit(b, i, fileSize) {
   if (bytes > b.size) fail(`buffer ${i} holds ${b.size} bytes, its file content is ${bytes}`);
 }
 
-/** Bytes of the program file a buffer's init uploads (0 for zeros and words). */
+/**
+ * Bytes of the program file a buffer's init uploads (0 for zeros and words).
+ * @param {{kind: string, nbytes?: number, parts?: {offset: number, nbytes: number}[]} | null | undefined} init
+ * @returns {number}
+ */
 export function fileBytes(init) {
   if (init?.kind === 'file') return init.nbytes;
   if (init?.kind === 'file_parts') return init.parts.reduce((n, p) => n + p.nbytes, 0);

@@ -82,6 +82,16 @@ class Args:
         return vid
 
 
+def hinted_variant(features, hint: str, variants, default: str, what: str) -> str:
+    """The kernel variant a planner hint among `features` names ("q8_decode:splitk"; the last
+    in sorted order wins), else `default`; PlanError for a name not among `variants`."""
+    names = [f[len(hint):] for f in sorted(features) if f.startswith(hint)]
+    name = names[-1] if names else default
+    if name not in variants:
+        raise PlanError(f"{what} variant {name!r} is not one of {', '.join(variants)}")
+    return name
+
+
 def norm_dim(dim: int, rank: int, op: str = "") -> int:
     """A dim index in [0, rank), accepting negatives."""
     d = dim + rank if dim < 0 else dim

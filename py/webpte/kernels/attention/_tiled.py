@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ...errors import PlanError
 from .._np import np
+from ..common import hinted_variant
 
 WORKGROUP = 64      # keys per tile = invocations per query row's workgroup
 MAX_GROUPS = 65535  # query rows beyond this fold into workgroup y
@@ -84,12 +85,7 @@ def kv_chunk(features, n_keys: int) -> int:
 
 def attention_variant(features) -> str:
     """The kernel variant the lowering's features ask for (the last hint wins; tiled)."""
-    names = [f[len(ATTENTION_HINT):] for f in sorted(features) if f.startswith(ATTENTION_HINT)]
-    name = names[-1] if names else "tiled"
-    if name not in ATTENTION_VARIANTS:
-        raise PlanError(f"attention variant {name!r} is not one of "
-                        f"{', '.join(ATTENTION_VARIANTS)}")
-    return name
+    return hinted_variant(features, ATTENTION_HINT, ATTENTION_VARIANTS, "tiled", "attention")
 
 
 def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: int,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from ...errors import PlanError
 from .._np import np
+from ..common import hinted_variant
 from ..registry import OpUnit
 from .quantize import f32, quantize_params, quantize_reference
 
@@ -85,11 +86,7 @@ GPU_GEMM = "t8x8"
 
 def decode_variant(features) -> str:
     """The decode kernel the lowering's features ask for (the last hint wins)."""
-    names = [f[len(DECODE_HINT):] for f in sorted(features) if f.startswith(DECODE_HINT)]
-    name = names[-1] if names else "skinny"
-    if name not in DECODE_VARIANTS:
-        raise PlanError(f"decode variant {name!r} is not one of {', '.join(DECODE_VARIANTS)}")
-    return name
+    return hinted_variant(features, DECODE_HINT, DECODE_VARIANTS, "skinny", "decode")
 
 
 def decode_hint(adapter_type: str) -> str:
@@ -99,11 +96,7 @@ def decode_hint(adapter_type: str) -> str:
 
 def gemm_variant(features) -> str:
     """The many-row dual tile the lowering's features ask for (the last hint wins)."""
-    names = [f[len(GEMM_HINT):] for f in sorted(features) if f.startswith(GEMM_HINT)]
-    name = names[-1] if names else GPU_GEMM
-    if name not in GEMM_VARIANTS:
-        raise PlanError(f"gemm variant {name!r} is not one of {', '.join(GEMM_VARIANTS)}")
-    return name
+    return hinted_variant(features, GEMM_HINT, GEMM_VARIANTS, GPU_GEMM, "gemm")
 
 
 def gemm_hint(adapter_type: str) -> str:

@@ -24,6 +24,7 @@ import math
 from ...errors import PlanError
 from ...plan.model import BufferSpec, DispatchSpec, KernelSpec, Plan, ReadoutSpec
 from .._np import np
+from ..common import hinted_variant
 from ..render import render
 
 CHUNK = 1024         # entries per run (a lane's or a workgroup's)
@@ -38,11 +39,7 @@ TOPK_HINT = "topk:"  # a planner hint ("topk:bitonic"); without one, "lanes"
 
 def topk_variant(features) -> str:
     """The readout variant the features ask for (the last hint wins)."""
-    names = [f[len(TOPK_HINT):] for f in sorted(features) if f.startswith(TOPK_HINT)]
-    name = names[-1] if names else "lanes"
-    if name not in TOPK_VARIANTS:
-        raise PlanError(f"top-k variant {name!r} is not one of {', '.join(TOPK_VARIANTS)}")
-    return name
+    return hinted_variant(features, TOPK_HINT, TOPK_VARIANTS, "lanes", "top-k")
 
 
 def passes(n: int, k: int) -> list[tuple[int, int]]:
