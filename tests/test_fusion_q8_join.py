@@ -128,14 +128,16 @@ def _mlp_graph(m, k, n, *, gate_read_twice=False):
 PAIRED = DUAL + ":paired+sigmoid+mul+mul"
 
 
-@pytest.mark.parametrize("features", SPLIT_VARIANTS[:2])
+@pytest.mark.parametrize("decode", ["skinny", "splitk", "splitk16"])
+@pytest.mark.parametrize("features", SPLIT_VARIANTS)
 @pytest.mark.parametrize("case", [
     pytest.param(dict(m=4, k=36, n=5), id="4x36x5"),
     pytest.param(dict(m=4, k=64, n=67), id="4x64x67-vec4"),
     pytest.param(dict(m=1, k=772, n=12), id="1x772x12"),
 ])
-def test_paired_linears_are_bitwise_apart(gpu, features, case):
+def test_paired_linears_are_bitwise_apart(gpu, decode, features, case):
     require(features)
+    features = [*features, DECODE_HINT + decode]
     g, blob = _mlp_graph(**case)
     paired = lower(g, features=features)
     apart = lower(g, features=[*features, JOIN_HINT + "off"])
@@ -147,9 +149,8 @@ def test_paired_linears_are_bitwise_apart(gpu, features, case):
     assert_plans_bitwise(g, blob, xs, {"paired": paired, "apart": apart}, rel=1e-5)
 
 
-def test_a_gate_read_elsewhere_or_splitk_stays_apart():
+def test_a_gate_read_elsewhere_stays_apart():
     g, _ = _mlp_graph(4, 16, 8, gate_read_twice=True)
     assert [d.op for d in lower(g).dispatches] == [DUAL + "+sigmoid+mul", DUAL + "+mul"]
-    g, _ = _mlp_graph(4, 16, 8)
-    splitk = lower(g, features=[DECODE_HINT + "splitk"])
-    assert not any(":paired" in d.op for d in splitk.dispatches)
+    tiled, _ = _mlp_graph(9, 16, 8)   # > 8 rows: the tiled kernels, apart
+    assert [d.op for d in lower(tiled).dispatches] == [DUAL + "+sigmoid+mul", DUAL + "+mul"]

@@ -274,9 +274,8 @@ def join_dual_linears(graph: Graph, pairs: dict[int, DualLinear],
 
 def pair_dual_linears(graph: Graph, pairs: dict[int, DualLinear], uses: Uses,
                       features) -> dict[int, PairedLinears]:
-    """PairedLinears keyed by the second's root; the skinny decode kernels only (not with
-    `q8_join:off`)."""
-    if JOIN_HINT + "off" in features or decode_variant(features).startswith("splitk"):
+    """PairedLinears keyed by the second's root (not with `q8_join:off`)."""
+    if JOIN_HINT + "off" in features:
         return {}
     producer = {op.args[-1]: node for node, op in enumerate(graph.chain) if op.args}
     by_result = {graph.chain[p.root].args[-1]: p for p in pairs.values()}
@@ -297,9 +296,10 @@ def pair_dual_linears(graph: Graph, pairs: dict[int, DualLinear], uses: Uses,
 
 
 def lower_paired_linears(L, pp: PairedLinears) -> None:
-    """One skinny dispatch: half the columns an invocation of the dual kernel, of both
-    linears; each accumulator, its dequantization and the chains exactly as the two pairs'
-    own dispatches have them (bit-identical)."""
+    """One dispatch: the skinny dual kernel with half its columns an invocation, of both
+    linears, or the split-K kernel with both linears' columns a workgroup; each accumulator,
+    its dequantization and the chains exactly as the two pairs' own dispatches have them
+    (bit-identical)."""
     pairs = (pp.first, pp.second)
     calls = [[L.graph.chain[n] for n in p.linears] for p in pairs]
     m, n, k = pp.second.m, pp.second.n, pp.second.k
@@ -316,12 +316,19 @@ def lower_paired_linears(L, pp: PairedLinears) -> None:
     params += code["words"]
     bufs = [L.buf(calls[0][0].args[0]), L.buf(calls[0][1].args[0]), w, percol,
             L.params(*params), L.buf(chain[pp.root].out)]
-    v = DECODE_VARIANTS[decode_variant(L.features)]
-    groups, row = L.grid(-(-n // (v["cols"] // 2)), v["workgroup"])
-    kern = L.kernel("fused/linear_q8_dual", m=m, n=n, k=k, kw=k // 4,
-                    dot4=DOT4_FEATURE in L.features, vec4=k % 16 == 0, has_bias=False,
-                    bias_a=False, bias_b=False, add=pp.second.add_element, epilogue=epilogue,
-                    row=row, segments=None, paired=True, **v)
+    variant = decode_variant(L.features)
+    if variant.startswith("splitk"):
+        kern, groups = splitk_kernel(L, variant, m, n, k, 2, paired=True, x_float=False,
+                                     has_bias=False, biases=[False, False],
+                                     add=pp.second.add_element, epilogue=epilogue,
+                                     segments=None)
+    else:
+        v = DECODE_VARIANTS[variant]
+        groups, row = L.grid(-(-n // (v["cols"] // 2)), v["workgroup"])
+        kern = L.kernel("fused/linear_q8_dual", m=m, n=n, k=k, kw=k // 4,
+                        dot4=DOT4_FEATURE in L.features, vec4=k % 16 == 0, has_bias=False,
+                        bias_a=False, bias_b=False, add=pp.second.add_element,
+                        epilogue=epilogue, row=row, segments=None, paired=True, **v)
     cost = {"bytes_read": 0, "macs": 0}
     for pair in pairs:
         for key, value in linear_cost(pair.m, pair.n, pair.k, 2, 1, 2).items():

@@ -112,9 +112,10 @@ def linear_cost(m: int, n: int, k: int, passes: int = 1, x_bytes: int = 1,
             "macs": passes * m * n * k}
 
 
-def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, **params):
+def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, paired: bool = False,
+                  **params):
     """(kernel, workgroups) of linear_q8_splitk (DECODE_VARIANTS[variant]) for `passes`
-    linears on one W.
+    linears on one W (`paired`: the same columns of two such, fusion_q8.PairedLinears).
 
     Rows are read 16 bytes a lane when K % 16 == 0 and that still gives every lane a word;
     at least m * cols lanes (they finish the outputs), and the partial sums fit the
@@ -123,16 +124,17 @@ def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, **params
     vec4 = k % 16 == 0 and k // 16 >= v["lanes"]
     words = k // 16 if vec4 else k // 4
     cols = min(v["cols"], n)
+    linears = 2 if paired else 1
     lanes = max(min(v["lanes"], words), m * cols)
-    while cols > 1 and lanes * passes * m * cols * 4 > WORKGROUP_BYTES:
+    while cols > 1 and lanes * passes * m * cols * linears * 4 > WORKGROUP_BYTES:
         cols -= 1
         lanes = max(min(v["lanes"], words), m * cols)
     groups, row = L.grid(-(-n // cols), 1)
     kern = L.kernel("quantized/linear_q8_splitk", m=m, n=n, k=k, kw=k // 4, vec4=vec4,
-                    lanes=lanes, cols=cols, row=row, dot4=DOT4_FEATURE in L.features,
+                    lanes=lanes, cols=cols * linears, row=row, dot4=DOT4_FEATURE in L.features,
                     subgroups=SUBGROUPS_FEATURE in L.features,
                     enable_subgroups=SUBGROUPS_IMPLICIT not in L.features,
-                    dual=passes == 2, **params)
+                    dual=passes == 2, paired=paired, **params)
     return kern, groups
 
 
