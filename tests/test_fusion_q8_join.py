@@ -50,7 +50,18 @@ def _sibling_graph(m, k, ns, *, clone=True, bias_on=None):
 JOINED = DUAL + ":joined"
 
 
-@pytest.mark.parametrize("decode", ["skinny", "splitk", "splitk16"])
+DECODES = ["skinny", "splitk", "splitk16"]
+
+
+def _shared_and_apart(g, features, decode):
+    """`g` planned with the decode kernel `decode` and the WGSL `features`, and so with
+    every pair apart (`q8_join:off`)."""
+    require(features)
+    features = [*features, DECODE_HINT + decode]
+    return lower(g, features=features), lower(g, features=[*features, JOIN_HINT + "off"])
+
+
+@pytest.mark.parametrize("decode", DECODES)
 @pytest.mark.parametrize("features", SPLIT_VARIANTS)
 @pytest.mark.parametrize("case", [
     # columns that straddle the pairs inside one invocation; sums and scales padded to N4
@@ -60,11 +71,8 @@ JOINED = DUAL + ":joined"
     pytest.param(dict(m=3, k=16, ns=(9, 3, 17, 6), clone=False), id="3x16-four"),
 ])
 def test_joined_linears_are_bitwise_apart(gpu, decode, features, case):
-    require(features)
-    features = [*features, DECODE_HINT + decode]
     g, blob = _sibling_graph(**case)
-    joined = lower(g, features=features)
-    apart = lower(g, features=[*features, JOIN_HINT + "off"])
+    joined, apart = _shared_and_apart(g, features, decode)
     n_pairs = len(case["ns"])
     ops = [d.op for d in joined.dispatches]
     joins = min(n_pairs, JOIN_MAX)
@@ -128,7 +136,7 @@ def _mlp_graph(m, k, n, *, gate_read_twice=False):
 PAIRED = DUAL + ":paired+sigmoid+mul+mul"
 
 
-@pytest.mark.parametrize("decode", ["skinny", "splitk", "splitk16"])
+@pytest.mark.parametrize("decode", DECODES)
 @pytest.mark.parametrize("features", SPLIT_VARIANTS)
 @pytest.mark.parametrize("case", [
     pytest.param(dict(m=4, k=36, n=5), id="4x36x5"),
@@ -136,11 +144,8 @@ PAIRED = DUAL + ":paired+sigmoid+mul+mul"
     pytest.param(dict(m=1, k=772, n=12), id="1x772x12"),
 ])
 def test_paired_linears_are_bitwise_apart(gpu, decode, features, case):
-    require(features)
-    features = [*features, DECODE_HINT + decode]
     g, blob = _mlp_graph(**case)
-    paired = lower(g, features=features)
-    apart = lower(g, features=[*features, JOIN_HINT + "off"])
+    paired, apart = _shared_and_apart(g, features, decode)
     assert [d.op for d in paired.dispatches] == [PAIRED]
     assert [d.op for d in apart.dispatches] == [DUAL + "+sigmoid+mul", DUAL + "+mul"]
     assert paired.dispatches[0].cost["macs"] == sum(d.cost["macs"] for d in apart.dispatches)

@@ -10,7 +10,7 @@ import {
   AdapterError, AdapterLimitsError, DeviceLostError, DisposedError, NoWebGPUError, PlanError,
   InputError,
 } from './errors.js';
-import { describeIO, fromStorage, parsePlan, storageBytes, toStorage } from './plan.js';
+import { describeIO, fileBytes, fromStorage, parsePlan, storageBytes, toStorage } from './plan.js';
 
 // Limits a plan may ask for beyond WebGPU's defaults (py/webpte/native/device.py REQUESTABLE).
 const REQUESTABLE = ['maxBufferSize', 'maxStorageBufferBindingSize', 'maxStorageBuffersPerShaderStage'];
@@ -302,7 +302,7 @@ export class Executor {
     if (!bytes) throw new PlanError(`buffer ${b.label || b.id} needs file bytes; load with the program data`);
     let src;
     if (init.kind === 'file_parts') {
-      src = new Uint8Array(init.parts.reduce((n, p) => n + p.nbytes, 0));
+      src = new Uint8Array(fileBytes(init));
       let at = 0;
       for (const p of init.parts) {
         src.set(bytes.subarray(p.offset, p.offset + p.nbytes), at);

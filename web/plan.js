@@ -107,7 +107,7 @@ function checkInit(b, i, fileSize) {
     if (!Array.isArray(parts) || !parts.length || !parts.every((p) => p && isInt(p.offset) && isInt(p.nbytes))) fail(`buffer ${i} file parts`);
     const end = Math.max(...parts.map((p) => p.offset + p.nbytes));
     if (fileSize !== undefined && end > fileSize) fail(`buffer ${i} reads bytes up to ${end} of a ${fileSize}-byte file`);
-    const need = parts.reduce((n, p) => n + p.nbytes, 0);
+    const need = fileBytes(init);
     if (need > b.size) fail(`buffer ${i} holds ${b.size} bytes, its file parts are ${need}`);
     return;
   }

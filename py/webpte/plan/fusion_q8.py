@@ -251,33 +251,47 @@ def _join_key(graph: Graph, producer: dict[int, int], pair: DualLinear):
             pair.m, pair.k, add)
 
 
-def join_dual_linears(graph: Graph, pairs: dict[int, DualLinear],
-                      features) -> dict[int, JoinedLinears]:
-    """Groups of up to JOIN_MAX pairs that read the same inputs, keyed by their first
-    pair's root (not with `q8_join:off`)."""
-    if JOIN_HINT + "off" in features:
-        return {}
+@dataclass(frozen=True)
+class SharedDispatches:
+    """Dual linears that share a dispatch: PairedLinears keyed by the second's root,
+    JoinedLinears by the first pair's root, and the roots of the pairs they take in (which
+    plan nothing)."""
+
+    paired: dict[int, PairedLinears]
+    joined: dict[int, JoinedLinears]
+
+    @property
+    def away(self) -> set[int]:
+        return ({p.first.root for p in self.paired.values()}
+                | {p.root for j in self.joined.values() for p in j.pairs[1:]})
+
+
+def share_dual_linears(graph: Graph, pairs: dict[int, DualLinear], uses: Uses,
+                       features) -> SharedDispatches:
+    """The MLP's gate and up paired, then the pairs left that read the same inputs (q, k and
+    v) joined in groups of up to JOIN_MAX; none with `q8_join:off`."""
+    if JOIN_HINT + "off" in features or not pairs:
+        return SharedDispatches({}, {})
     producer = {op.args[-1]: node for node, op in enumerate(graph.chain) if op.args}
+    paired = _pair_dual_linears(graph, pairs, uses, producer)
+    firsts = {p.first.root for p in paired.values()}
     by_key: dict = {}
     for root in sorted(pairs):
-        key = None if pairs[root].epilogue else _join_key(graph, producer, pairs[root])
+        key = (None if pairs[root].epilogue or root in firsts
+               else _join_key(graph, producer, pairs[root]))
         if key is not None:
             by_key.setdefault(key, []).append(pairs[root])
-    out: dict[int, JoinedLinears] = {}
+    joined: dict[int, JoinedLinears] = {}
     for members in by_key.values():
         for i in range(0, len(members), JOIN_MAX):
             chunk = tuple(members[i:i + JOIN_MAX])
             if len(chunk) > 1:
-                out[chunk[0].root] = JoinedLinears(chunk)
-    return out
+                joined[chunk[0].root] = JoinedLinears(chunk)
+    return SharedDispatches(paired, joined)
 
 
-def pair_dual_linears(graph: Graph, pairs: dict[int, DualLinear], uses: Uses,
-                      features) -> dict[int, PairedLinears]:
-    """PairedLinears keyed by the second's root (not with `q8_join:off`)."""
-    if JOIN_HINT + "off" in features:
-        return {}
-    producer = {op.args[-1]: node for node, op in enumerate(graph.chain) if op.args}
+def _pair_dual_linears(graph: Graph, pairs: dict[int, DualLinear], uses: Uses,
+                       producer: dict[int, int]) -> dict[int, PairedLinears]:
     by_result = {graph.chain[p.root].args[-1]: p for p in pairs.values()}
     out: dict[int, PairedLinears] = {}
     for second in pairs.values():
@@ -295,85 +309,76 @@ def pair_dual_linears(graph: Graph, pairs: dict[int, DualLinear], uses: Uses,
     return out
 
 
+def _shared_operands(L, pairs, label: str) -> tuple[list[int], list]:
+    """The bindings every shared dispatch starts with (x of each pass, the pairs' W rows
+    back to back, their sums then their scales) and its params' pass words (input scale and
+    zero point of each pass of each pair)."""
+    calls = [[L.graph.chain[n] for n in p.linears] for p in pairs]
+    w = L.joined_constant([(c[0].args[3], p.n * p.k) for c, p in zip(calls, pairs)],
+                          f"{label}_w")
+    percol = L.joined_constant([(c[0].args[i], 4 * p.n) for i in (4, 5)
+                                for c, p in zip(calls, pairs)], f"{label}_percol")
+    params = [word for cs in calls for c in cs
+              for word in (f32(L.args.float(c.args[1])), L.args.int(c.args[2]))]
+    return [L.buf(calls[0][0].args[0]), L.buf(calls[0][1].args[0]), w, percol], params
+
+
+def _shared_dispatch(L, pairs, bufs: list[int], label: str, *, epilogue=None,
+                     segments=None) -> None:
+    """The shared dispatch of `pairs`: joined (`segments`: their columns one after another)
+    or paired (no segments: the same columns of both), in the decode kernel the features
+    ask for."""
+    first, paired = pairs[0], segments is None
+    n = first.n if paired else sum(p.n for p in pairs)
+    variant = decode_variant(L.features)
+    if variant.startswith("splitk"):
+        kern, groups = splitk_kernel(L, variant, first.m, n, first.k, 2, paired=paired,
+                                     x_float=False, has_bias=False, biases=[False, False],
+                                     add=first.add_element, epilogue=epilogue,
+                                     segments=segments)
+    else:
+        v = DECODE_VARIANTS[variant]
+        groups, row = L.grid(-(-n // (v["cols"] // 2 if paired else v["cols"])),
+                             v["workgroup"])
+        kern = L.kernel("fused/linear_q8_dual", m=first.m, n=n, k=first.k, kw=first.k // 4,
+                        dot4=DOT4_FEATURE in L.features, vec4=first.k % 16 == 0,
+                        has_bias=False, bias_a=False, bias_b=False, add=first.add_element,
+                        epilogue=epilogue, row=row, segments=segments, paired=paired, **v)
+    cost = {"bytes_read": 0, "macs": 0}
+    for pair in pairs:
+        for key, value in linear_cost(pair.m, pair.n, pair.k, 2, 1, 2).items():
+            cost[key] += value
+    L.dispatch(kern, bufs, groups, cost=cost, label=label)
+
+
 def lower_paired_linears(L, pp: PairedLinears) -> None:
     """One dispatch: the skinny dual kernel with half its columns an invocation, of both
     linears, or the split-K kernel with both linears' columns a workgroup; each accumulator,
     its dequantization and the chains exactly as the two pairs' own dispatches have them
     (bit-identical)."""
     pairs = (pp.first, pp.second)
-    calls = [[L.graph.chain[n] for n in p.linears] for p in pairs]
-    m, n, k = pp.second.m, pp.second.n, pp.second.k
-    w = L.joined_constant([(c[0].args[3], n * k) for c in calls], f"paired_w{pp.second.add}")
-    percol = L.joined_constant([(c[0].args[i], 4 * n) for i in (4, 5) for c in calls],
-                               f"paired_percol{pp.second.add}")
-    params = []
-    for cs in calls:
-        for c in cs:
-            params += [f32(L.args.float(c.args[1])), L.args.int(c.args[2])]
+    bufs, params = _shared_operands(L, pairs, f"paired{pp.second.add}")
     chain = {**pp.first.epilogue, **pp.second.epilogue}
     sums = {L.graph.chain[p.add].args[3]: name for p, name in zip(pairs, ("y", "y2"))}
-    epilogue, code = _epilogue_spec(L, chain, [], sums, m * n, len(params))
-    params += code["words"]
-    bufs = [L.buf(calls[0][0].args[0]), L.buf(calls[0][1].args[0]), w, percol,
-            L.params(*params), L.buf(chain[pp.root].out)]
-    variant = decode_variant(L.features)
-    if variant.startswith("splitk"):
-        kern, groups = splitk_kernel(L, variant, m, n, k, 2, paired=True, x_float=False,
-                                     has_bias=False, biases=[False, False],
-                                     add=pp.second.add_element, epilogue=epilogue,
-                                     segments=None)
-    else:
-        v = DECODE_VARIANTS[variant]
-        groups, row = L.grid(-(-n // (v["cols"] // 2)), v["workgroup"])
-        kern = L.kernel("fused/linear_q8_dual", m=m, n=n, k=k, kw=k // 4,
-                        dot4=DOT4_FEATURE in L.features, vec4=k % 16 == 0, has_bias=False,
-                        bias_a=False, bias_b=False, add=pp.second.add_element,
-                        epilogue=epilogue, row=row, segments=None, paired=True, **v)
-    cost = {"bytes_read": 0, "macs": 0}
-    for pair in pairs:
-        for key, value in linear_cost(pair.m, pair.n, pair.k, 2, 1, 2).items():
-            cost[key] += value
-    L.dispatch(kern, bufs, groups, cost=cost,
-               label=f"fused:linear_q8+linear_q8+add:paired+{epilogue['ops']}")
+    epilogue, code = _epilogue_spec(L, chain, [], sums, pp.second.m * pp.second.n,
+                                    len(params))
+    bufs += [L.params(*params, *code["words"]), L.buf(chain[pp.root].out)]
+    _shared_dispatch(L, pairs, bufs, f"fused:linear_q8+linear_q8+add:paired+{epilogue['ops']}",
+                     epilogue=epilogue)
 
 
 def lower_joined_linears(L, group: JoinedLinears) -> None:
-    """One skinny dispatch for the group: each column's accumulators and dequantization
+    """One decode dispatch for the group: each column's accumulators and dequantization
     exactly as its own pair's dual kernel has them (bit-identical outputs)."""
-    calls = [[L.graph.chain[n] for n in p.linears] for p in group.pairs]
-    first = group.pairs[0]
-    w = L.joined_constant([(c[0].args[3], p.n * p.k) for c, p in zip(calls, group.pairs)],
-                          f"joined_w{first.add}")
-    percol = L.joined_constant([(c[0].args[i], 4 * p.n) for i in (4, 5)
-                                for c, p in zip(calls, group.pairs)], f"joined_percol{first.add}")
-    params, segments, start = [], [], 0
-    for pair, cs in zip(group.pairs, calls):
-        for c in cs:
-            params += [f32(L.args.float(c.args[1])), L.args.int(c.args[2])]
+    bufs, params = _shared_operands(L, group.pairs, f"joined{group.pairs[0].add}")
+    segments, start = [], 0
+    for pair in group.pairs:
         segments.append({"start": start, "n": pair.n})
         start += pair.n
-    outs = [L.buf(L.graph.chain[p.add].args[3]) for p in group.pairs]
-    bufs = [L.buf(calls[0][0].args[0]), L.buf(calls[0][1].args[0]), w, percol,
-            L.params(*params), *outs]
-    variant = decode_variant(L.features)
-    if variant.startswith("splitk"):
-        kern, groups = splitk_kernel(L, variant, first.m, group.n, first.k, 2, x_float=False,
-                                     has_bias=False, biases=[False, False],
-                                     add=first.add_element, epilogue=None, segments=segments)
-    else:
-        v = DECODE_VARIANTS[variant]
-        groups, row = L.grid(-(-group.n // v["cols"]), v["workgroup"])
-        kern = L.kernel("fused/linear_q8_dual", m=first.m, n=group.n, k=first.k,
-                        kw=first.k // 4, dot4=DOT4_FEATURE in L.features,
-                        vec4=first.k % 16 == 0, has_bias=False, bias_a=False, bias_b=False,
-                        add=first.add_element, epilogue=None, row=row, segments=segments,
-                        paired=False, **v)
-    cost = {"bytes_read": 0, "macs": 0}
-    for pair in group.pairs:
-        for key, value in linear_cost(pair.m, pair.n, pair.k, 2, 1, 2).items():
-            cost[key] += value
-    L.dispatch(kern, bufs, groups, cost=cost,
-               label=f"fused:linear_q8+linear_q8+add:joined{len(group.pairs)}")
+    bufs += [L.params(*params), *(L.buf(L.graph.chain[p.add].args[3]) for p in group.pairs)]
+    _shared_dispatch(L, group.pairs, bufs,
+                     f"fused:linear_q8+linear_q8+add:joined{len(group.pairs)}",
+                     segments=segments)
 
 
 def _epilogue_spec(L, chain: dict[int, Element], external: list[int], register: dict[int, str],

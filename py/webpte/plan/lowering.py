@@ -16,11 +16,10 @@ from ..pte.graph import Graph, OpCall, SymIntValue, TensorValue
 from .fusion import Uses, find_groups, lower_group
 from .fusion_q8 import (
     find_dual_linears,
-    join_dual_linears,
     lower_dual_linear,
     lower_joined_linears,
     lower_paired_linears,
-    pair_dual_linears,
+    share_dual_linears,
 )
 from .memory import assign_buffers
 from .model import DispatchSpec, IOSpec, KernelSpec, Plan
@@ -262,11 +261,8 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     deferred |= {node for d in duals.values() for node in d.linears} | withheld
     # Pairs that share a dispatch: the MLP's gate and up (at up's root), then q, k and v
     # (at q's root); the others plan nothing.
-    paired = pair_dual_linears(graph, duals, uses, L.features) if duals else {}
-    firsts = {p.first.root for p in paired.values()}
-    joined = join_dual_linears(graph, {r: d for r, d in duals.items() if r not in firsts},
-                               L.features)
-    joined_away = firsts | {p.root for j in joined.values() for p in j.pairs[1:]}
+    shared = share_dual_linears(graph, duals, uses, L.features)
+    joined, paired, joined_away = shared.joined, shared.paired, shared.away
     reg = registry()
     for node, op in enumerate(graph.chain):
         L.op, L.node = op, node
