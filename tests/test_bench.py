@@ -35,6 +35,10 @@ def test_report_floor_is_the_slower_ceiling():
     fam = rep["families"]["linear_q8_dual"]
     assert fam["pct_floor"] == 50.0 and fam["dispatches"] == 1
     assert fam["gmac"] == round(macs / 1e9, 3)
+    assert "dispatch_ms" not in rep["call"]           # no dispatch probe, no such figure
+    with_probe = report(plan, {**CEILINGS, "dispatch_us": 1e6 * floor}, [4 * floor], {})
+    assert with_probe["call"]["dispatch_ms"] == round(1e3 * floor, 2)
+    assert with_probe["call"]["pct_floor_with_dispatches"] == 50.0   # (floor + 1 dispatch) / 4
     text = format_roofline([{"program": "p.pte", "adapter": "cpu", "driver": "lavapipe",
                              "variants": {"skinny": rep, "splitk": rep},
                              "ratios": {"splitk": 1.0}}])
@@ -51,6 +55,10 @@ def test_probe_templates_render():
                  chains=2, iters=5)
     assert src.startswith("requires packed_4x8_integer_dot_product;")
     assert "acc1 += dot4I8Packed(w1, v);" in src
+    portable = render("bench/int8_dot", workgroup=256, row=256, invocations=256, dot4=False,
+                      chains=2, iters=5)
+    assert "let u = unpack(v);" in portable and "acc1 += dot(w1, u);" in portable
+    assert "@workgroup_size(32)" in render("bench/dispatch", workgroup=32)
 
 
 def test_ceilings_are_measured(gpu):
@@ -60,10 +68,23 @@ def test_ceilings_are_measured(gpu):
     assert all(np.isfinite(c[k]) and c[k] > 0 for k in
                ("read_gbps_strided", "read_gbps_chunked", "read_gbps", "dot_gmacs"))
     assert c["read_gbps"] == max(c["read_gbps_strided"], c["read_gbps_chunked"])
+    dots = [v for k, v in c.items() if k.startswith("dot_gmacs_")]
+    assert 0 < c["dispatch_us"] < 1e4
+    assert c["dot_gmacs"] == max(dots) and len(dots) == (
+        2 if "packed_4x8_integer_dot_product" in wgsl_features() else 1)
 
 
 def test_best_ceilings_keep_each_fastest_probe():
-    a = {"read_gbps": 2.0, "read_gbps_strided": 2.0, "dot_gmacs": 9.0, "dot": "portable"}
-    b = {"read_gbps": 1.5, "read_gbps_strided": 1.5, "dot_gmacs": 11.0, "dot": "portable"}
+    a = {"read_gbps": 2.0, "read_gbps_strided": 2.0, "read_gbps_chunked": 1.0,
+         "dot_gmacs_dot4": 9.0, "dot_gmacs_unpacked": 5.0, "dot_gmacs": 9.0,
+         "dot": "dot4I8Packed"}
+    b = {"read_gbps": 1.5, "read_gbps_strided": 1.5, "read_gbps_chunked": 1.2,
+         "dot_gmacs_dot4": 8.0, "dot_gmacs_unpacked": 11.0, "dot_gmacs": 11.0,
+         "dot": "portable"}
+    # Per probe its best (the least dispatch cost); the dot ceiling is the faster dot's.
+    assert best_ceilings({**a, "dispatch_us": 50.0}, {**b, "dispatch_us": 40.0})[
+        "dispatch_us"] == 40.0
     assert best_ceilings(a, b) == {"read_gbps": 2.0, "read_gbps_strided": 2.0,
-                                   "dot_gmacs": 11.0, "dot": "portable"}
+                                   "read_gbps_chunked": 1.2, "dot_gmacs_dot4": 9.0,
+                                   "dot_gmacs_unpacked": 11.0, "dot_gmacs": 11.0,
+                                   "dot": "portable"}

@@ -124,11 +124,19 @@ def test_dual_pair_exact(gpu, features, case):
 
 def test_dual_pair_variants_render():
     g, _ = _pair_graph(m=4, k=64, n=8, bias=True)
+    dot4_feature = VARIANTS[1].values[0][0]
     portable = lower(g).kernels[0].wgsl
-    dot4 = lower(g, features=[VARIANTS[1].values[0][0]]).kernels[0].wgsl
-    assert "dot4I8Packed" not in portable and "extractBits" in portable
-    assert "dot4I8Packed" in dot4 and "extractBits" not in dot4
+    dot4 = lower(g, features=[dot4_feature]).kernels[0].wgsl
+    # The q8_dot:unpacked hint (SwiftShader's) takes the portable path where dot4 exists.
+    hinted = lower(g, features=[dot4_feature, "q8_dot:unpacked"]).kernels[0].wgsl
+    assert hinted == portable
+    assert "dot4I8Packed" not in portable and "fn unpack" in portable
+    assert "dot4I8Packed" in dot4 and "fn unpack" not in dot4
     assert "vec4<u32>" in portable   # K % 16 == 0: 16 bytes per load
+    # Each vec4 word unpacked once per component, not once per product.
+    assert portable.count("unpack(wv") == 4 * 8 and "dot(unpack" not in portable
+    with pytest.raises(PlanError, match="int8 dot variant 'fast'"):
+        lower(g, features=[dot4_feature, "q8_dot:fast"])
 
 
 def test_pairs_used_elsewhere_are_not_fused():

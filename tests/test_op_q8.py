@@ -259,8 +259,8 @@ def test_linear_variants_render():
     g, _ = linear_graph(3, 8, ops, 0.1, 0)
     portable = lower(g).kernels[0].wgsl
     dot4 = lower(g, features=[DOT4_FEATURE]).kernels[0].wgsl
-    assert "dot4I8Packed" not in portable and "extractBits" in portable
-    assert "dot4I8Packed" in dot4 and "extractBits" not in dot4
+    assert "dot4I8Packed" not in portable and "fn unpack" in portable
+    assert "dot4I8Packed" in dot4 and "fn unpack" not in dot4
 
 
 def test_linear_unsupported_forms():

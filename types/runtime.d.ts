@@ -41,7 +41,8 @@ export function callPy(call: () => string, what: string): any;
 export function sharedDevice(needed: Record<string, number>): Promise<any>;
 /**
  * What the planner is told about this browser: its WGSL language features (kernel variants,
- * e.g. dot4 int8, depend on them), `adapter_type:CPU|GPU` and `subgroups` where it has them.
+ * e.g. dot4 int8, depend on them), `adapter_type:CPU|GPU`, `adapter_device:NAME` and
+ * `subgroups` where it has them.
  * @returns {Promise<string[]>}
  */
 export function planFeatures(): Promise<string[]>;

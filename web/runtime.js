@@ -130,29 +130,32 @@ let adapterFacts = null;
  * fallback adapter (SwiftShader, llvmpipe), else "GPU" (py/webpte/plan/hints.py picks kernel
  * variants for it, as natively from wgpu's adapter type); `subgroups` whether it has WebGPU's
  * `subgroups` (requestDevice then asks for it, and the split-K decode kernels add their
- * partial sums with subgroupAdd).
- * @returns {Promise<{kind: string, subgroups: boolean}>}
+ * partial sums with subgroupAdd); `device` its vendor, architecture and description, which
+ * refine the hints for one driver (hints.DRIVER_HINTS: SwiftShader's int8 dot).
+ * @returns {Promise<{kind: string, subgroups: boolean, device: string}>}
  */
 function adapter() {
   adapterFacts ??= (async () => {
     const a = await navigator.gpu?.requestAdapter({ powerPreference: 'high-performance' });
     const info = a?.info ?? {};
+    const device = [info.vendor, info.architecture, info.description].filter(Boolean).join(' ');
     const soft = info.isFallbackAdapter || a?.isFallbackAdapter
-      || /swiftshader|llvmpipe|lavapipe|software/i.test(`${info.vendor} ${info.architecture} ${info.description}`);
-    return { kind: soft ? 'CPU' : 'GPU', subgroups: Boolean(a?.features?.has('subgroups')) };
+      || /swiftshader|llvmpipe|lavapipe|software/i.test(device);
+    return { kind: soft ? 'CPU' : 'GPU', subgroups: Boolean(a?.features?.has('subgroups')), device };
   })();
   return adapterFacts;
 }
 
 /**
  * What the planner is told about this browser: its WGSL language features (kernel variants,
- * e.g. dot4 int8, depend on them), `adapter_type:CPU|GPU` and `subgroups` where it has them.
+ * e.g. dot4 int8, depend on them), `adapter_type:CPU|GPU`, `adapter_device:NAME` and
+ * `subgroups` where it has them.
  * @returns {Promise<string[]>}
  */
 export async function planFeatures() {
-  const { kind, subgroups } = await adapter();
+  const { kind, subgroups, device } = await adapter();
   return [...(navigator.gpu?.wgslLanguageFeatures ?? []), `adapter_type:${kind}`,
-    ...(subgroups ? ['subgroups'] : [])];
+    ...(device ? [`adapter_device:${device}`] : []), ...(subgroups ? ['subgroups'] : [])];
 }
 
 async function planInPython(bytes, method, fusion, emit, inputShapes = null) {

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from .roofline import DOT_NAMES
+
 # Vulkan drivers `--adapters` names, each run in a subprocess of its own.
 ICDS = {"lavapipe": "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
         "swiftshader": "/usr/lib/chromium/vk_swiftshader_icd.json"}
@@ -155,8 +157,12 @@ def format_roofline(results: list[dict]) -> str:
     for r in results:
         c0 = next(iter(r["variants"].values()))["ceilings"]
         load = f" | load {' '.join(map(str, r['load']))}" if r.get("load") else ""
+        dispatch = (f", dispatch {c0['dispatch_us']} us" if "dispatch_us" in c0 else "")
+        dots = [f"{name} {c0[f'dot_gmacs_{d}']}" for d, name in DOT_NAMES.items()
+                if f"dot_gmacs_{d}" in c0] or [f"{c0['dot']} {c0['dot_gmacs']}"]
         lines.append(f"{r.get('driver', '-')}: {r['adapter']} | {r['program']} | read "
-                     f"{c0['read_gbps']} GB/s, {c0['dot']} {c0['dot_gmacs']} GMAC/s{load}")
+                     f"{c0['read_gbps']} GB/s, int8 {' / '.join(dots)} GMAC/s "
+                     f"(floor: {c0['dot']}){dispatch}{load}")
         lines.append(f"  {'variant / family':34} {'n':>5} {'MB':>8} {'GMAC':>7} "
                      f"{'ms':>8} {'floor ms':>8} {'% floor':>7}")
         for v, rep in r["variants"].items():
@@ -169,6 +175,10 @@ def format_roofline(results: list[dict]) -> str:
             if rep["call"].get("pct_floor_best") is not None:
                 lines.append(f"  {v} fastest call: {rep['call']['time_ms_min']} ms, "
                              f"{rep['call']['pct_floor_best']}% of floor")
+            if rep["call"].get("dispatch_ms") is not None:
+                lines.append(f"  {v} floor + {rep['call']['dispatches']} dispatches at "
+                             f"{rep['ceilings']['dispatch_us']} us: "
+                             f"{rep['call']['pct_floor_with_dispatches']}% of the median call")
         for v, h in r.get("host_ms", {}).items():
             lines.append(f"  {v} call on the host (median ms): " + ", ".join(
                 f"{k} {ms}" for k, ms in h.items()))

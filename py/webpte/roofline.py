@@ -1,10 +1,12 @@
 """Roofline of a plan on this adapter: measured ceilings, counted work, time against floor.
 
 Ceilings come from webpte's own probe kernels (shaders/bench/): streaming read bandwidth
-(two access patterns, the faster counts) and int8 dot throughput with the dot the plan's
-linears use. A dispatch's work is what its unit counted (`DispatchSpec.cost`: bytes read,
-int8 MACs) or, uncounted, the bytes of the buffers it binds, state buffers (KV caches)
-left out since a decode step reads only the filled part. Its floor is
+(two access patterns, the faster counts) and int8 dot throughput, with dot4I8Packed where the
+device has it and with the portable unpack + i32 dot (the faster counts: SwiftShader's
+portable dot beats its dot4I8Packed, and its plans use it, plan/hints.DRIVER_HINTS). A
+dispatch's work is what its unit counted (`DispatchSpec.cost`: bytes read, int8 MACs) or,
+uncounted, the bytes of the buffers it binds, state buffers (KV caches) left out since a
+decode step reads only the filled part. Its floor is
 max(bytes / read bandwidth, MACs / dot rate); a call's floor is the sum over dispatches.
 """
 
@@ -25,12 +27,14 @@ READ_INVOCATIONS = 65536
 DOT_INVOCATIONS = 16384
 DOT_CHAINS = 8
 DOT_ITERS = 1024
+DISPATCHES = 400     # the dispatch probe: one small workgroup, this many times in one submit
+DOTS = ("dot4", "unpacked")   # the int8 dot probes (kernels/quantized/linear_q8.DOT_HINT)
+DOT_NAMES = {"dot4": "dot4I8Packed", "unpacked": "portable"}
 
 
 def _probe_plan(template: str, src_words: int, invocations: int, repeats: int,
-                **params) -> Plan:
+                workgroup: int = 256, **params) -> Plan:
     """One probe kernel dispatched `repeats` times over a zeroed source buffer."""
-    workgroup = 256
     groups = invocations // workgroup
     wgsl = render(f"bench/{template}", workgroup=workgroup, row=groups * workgroup,
                   invocations=invocations, **params)
@@ -68,19 +72,32 @@ def ceiling_probes(features, repeats: int = 4, read_mib: int = READ_MIB,
                _probe_plan("stream_read", words, READ_INVOCATIONS, repeats, iters=iters,
                            strided=pattern == "strided"), repeats * 4 * words)
               for pattern in ("strided", "chunked")]
-    dot4 = DOT4 in features
-    probes.append(("dot_gmacs", _probe_plan("int8_dot", DOT_CHAINS + 1, DOT_INVOCATIONS, 1,
-                                            dot4=dot4, chains=DOT_CHAINS, iters=dot_iters),
-                   DOT_INVOCATIONS * DOT_CHAINS * dot_iters * 4))
+    for dot in DOTS if DOT4 in features else DOTS[1:]:
+        probes.append((f"dot_gmacs_{dot}",
+                       _probe_plan("int8_dot", DOT_CHAINS + 1, DOT_INVOCATIONS, 1,
+                                   dot4=dot == "dot4", chains=DOT_CHAINS, iters=dot_iters),
+                       DOT_INVOCATIONS * DOT_CHAINS * dot_iters * 4))
+    probes.append(("dispatch_us", _probe_plan("dispatch", 1, 32, DISPATCHES, workgroup=32),
+                   DISPATCHES))
     return probes
+
+
+def _overall(out: dict) -> dict:
+    """The read and dot ceilings as the faster of their probes (`dot` names the dot's)."""
+    out["read_gbps"] = max(out["read_gbps_strided"], out["read_gbps_chunked"])
+    dots = [d for d in DOTS if f"dot_gmacs_{d}" in out]
+    best = max(dots, key=lambda d: out[f"dot_gmacs_{d}"])
+    out["dot_gmacs"], out["dot"] = out[f"dot_gmacs_{best}"], DOT_NAMES[best]
+    return out
 
 
 def ceilings_from(probes: list[tuple[str, Plan, int]], seconds: dict[str, float]) -> dict:
     """Ceilings (GB/s, GMAC/s) from each probe's best time in `seconds`."""
-    out: dict = {name: work / seconds[name] / 1e9 for name, _, work in probes}
-    out["read_gbps"] = max(out["read_gbps_strided"], out["read_gbps_chunked"])
-    out["dot"] = "dot4I8Packed" if DOT4 in probes[-1][1].features else "portable"
-    return {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}
+    out: dict = {name: round(work / seconds[name] / 1e9, 3) for name, _, work in probes
+                 if name != "dispatch_us"}
+    out.update({name: round(1e6 * seconds[name] / work, 2) for name, _, work in probes
+                if name == "dispatch_us"})   # microseconds a dispatch (a cost: lower is better)
+    return _overall(out)
 
 
 def measure_ceilings(features, tries: int = 3, **probe_args) -> dict:
@@ -94,8 +111,9 @@ def best_ceilings(*measured: dict) -> dict:
     on a shared machine the fastest probe run is the closest to what the adapter can do."""
     out = dict(measured[0])
     for m in measured[1:]:
-        out.update({k: max(v, out[k]) for k, v in m.items() if isinstance(v, float)})
-    return out
+        out.update({k: (min if k == "dispatch_us" else max)(v, out[k])
+                    for k, v in m.items() if isinstance(v, float) and k in out})
+    return _overall(out)
 
 
 def dispatch_work(plan: Plan, d: DispatchSpec) -> tuple[int, int, bool]:
@@ -179,5 +197,17 @@ def report(plan: Plan, ceilings: dict, call_times: list[float],
                      "time_ms_min": round(1e3 * min(call_times), 2),
                      "floor_ms": round(1e3 * total["floor_s"], 2),
                      "pct_floor": round(100 * total["floor_s"] / call_s, 1),
-                     "pct_floor_best": round(100 * total["floor_s"] / min(call_times), 1)},
+                     "pct_floor_best": round(100 * total["floor_s"] / min(call_times), 1),
+                     **_with_dispatches(len(plan.dispatches), total["floor_s"], call_s,
+                                        ceilings)},
             "families": rows}
+
+
+def _with_dispatches(n: int, floor_s: float, call_s: float, ceilings: dict) -> dict:
+    """The floor with each dispatch's fixed cost added (the dispatch probe's), where measured:
+    what a plan of this many dispatches could reach on this adapter."""
+    if "dispatch_us" not in ceilings:
+        return {}
+    dispatch_s = n * ceilings["dispatch_us"] / 1e6
+    return {"dispatch_ms": round(1e3 * dispatch_s, 2),
+            "pct_floor_with_dispatches": round(100 * (floor_s + dispatch_s) / call_s, 1)}

@@ -185,7 +185,7 @@ describe('fusion is the planner\'s choice, the outputs are not', () => {
             const [logits] = await program.run(inputs.map((t) => t.data));
             outputs.push(Array.from(new Uint32Array(logits.buffer, logits.byteOffset, logits.length)));
           }
-          runs[fusion] = { dispatches: program.stats.dispatches, outputs };
+          runs[fusion] = { dispatches: program.stats.dispatches, features: program.stats.features, outputs };
         } finally {
           await program.dispose();
         }
@@ -198,6 +198,9 @@ describe('fusion is the planner\'s choice, the outputs are not', () => {
     assert.deepEqual(out.elementwise.outputs, out.none.outputs, 'elementwise-fused vs op by op, bit for bit');
     assert.deepEqual(out.all.outputs, out.none.outputs, 'fully fused vs op by op, bit for bit');
     assert.equal(out.bad?.name, 'InputError', JSON.stringify(out.bad));
+    // The page tells the planner its adapter (adapter_device:): SwiftShader's int8 linears
+    // take the portable dot, which it runs faster than its dot4I8Packed (hints.DRIVER_HINTS).
+    assert.ok(!out.all.features.includes('packed_4x8_integer_dot_product'), JSON.stringify(out.all.features));
   });
 });
 

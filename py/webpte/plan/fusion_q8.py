@@ -39,13 +39,13 @@ from ..kernels.element import Element
 from ..kernels.elementwise.binary import element as add_element
 from ..kernels.quantized.linear_q8 import (
     DECODE_VARIANTS,
-    DOT4_FEATURE,
     SKINNY_ROWS,
     decode_variant,
     gemm_variant,
     linear_cost,
     splitk_kernel,
     tiling,
+    use_dot4,
 )
 from ..kernels.quantized.linear_q8 import NAME as LINEAR
 from ..kernels.quantized.quantize import f32
@@ -341,7 +341,7 @@ def _shared_dispatch(L, pairs, bufs: list[int], label: str, *, epilogue=None,
         groups, row = L.grid(-(-n // (v["cols"] // 2 if paired else v["cols"])),
                              v["workgroup"])
         kern = L.kernel("fused/linear_q8_dual", m=first.m, n=n, k=first.k, kw=first.k // 4,
-                        dot4=DOT4_FEATURE in L.features, vec4=first.k % 16 == 0,
+                        dot4=use_dot4(L.features), vec4=first.k % 16 == 0,
                         has_bias=False, bias_a=False, bias_b=False, add=first.add_element,
                         epilogue=epilogue, row=row, segments=segments, paired=paired, **v)
     cost = {"bytes_read": 0, "macs": 0}
@@ -432,7 +432,7 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
         if max(groups) > 65535:
             raise PlanError(f"dual linear at node {pair.add}: {groups} workgroups")
         kern = L.kernel("fused/linear_q8_dual_tiled", m=pair.m, n=pair.n, k=pair.k,
-                        kw=pair.k // 4, dot4=DOT4_FEATURE in L.features,
+                        kw=pair.k // 4, dot4=use_dot4(L.features),
                         has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
                         add=pair.add_element, epilogue=epilogue, tile_m=tile_m, tile_n=tile_n,
                         zero_word=epilogue["zero_word"] if epilogue else len(params) - 1, **t)
@@ -448,7 +448,7 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     v = DECODE_VARIANTS[variant]
     groups, row = L.grid(-(-pair.n // v["cols"]), v["workgroup"])
     kern = L.kernel("fused/linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
-                    dot4=DOT4_FEATURE in L.features, vec4=pair.k % 16 == 0,
+                    dot4=use_dot4(L.features), vec4=pair.k % 16 == 0,
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
                     add=pair.add_element, epilogue=epilogue, row=row, segments=None,
                     paired=False, **v)

@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from ..kernels.attention._tiled import ATTENTION_HINT, KV_CHUNK_HINT
 from ..kernels.matmul.matmul import F32_GEMM_DIRECT
-from ..kernels.quantized.linear_q8 import DECODE_HINT, GEMM_HINT, decode_hint, gemm_hint
+from ..kernels.quantized.linear_q8 import (
+    DECODE_HINT,
+    DOT_HINT,
+    GEMM_HINT,
+    decode_hint,
+    gemm_hint,
+)
 from ..kernels.reduce.rms_norm import NORM_REDUNDANT
 from ..kernels.sampling.topk import TOPK_HINT
 
@@ -25,7 +31,10 @@ GPU_KV_CHUNK = 256
 # Refinements for one software driver, found in the adapter's device name, measured the same
 # way: lavapipe's many-row int8 linears take 0.85-0.9x d8x16's time as d16x16 (the SmolVLM
 # tower, interleaved), while SwiftShader took 2x d8x16's time with d16x16 (1024x768x768).
-DRIVER_HINTS = {"llvmpipe": (GEMM_HINT + "d16x16",)}
+# SwiftShader's dot4I8Packed is slower than unpacking each word once with shifts and taking
+# i32 dots: SmolLM2's decode linears in 0.65x the time (DOT_HINT; lavapipe keeps dot4).
+DRIVER_HINTS = {"llvmpipe": (GEMM_HINT + "d16x16",),
+                "swiftshader": (DOT_HINT + "unpacked",)}
 
 
 def adapter_hints(adapter_type: str, device: str = "") -> frozenset[str]:
@@ -47,19 +56,25 @@ def adapter_hints(adapter_type: str, device: str = "") -> frozenset[str]:
 
 
 ADAPTER_TYPE = "adapter_type:"
+ADAPTER_DEVICE = "adapter_device:"
 
 
 def resolve_hints(features) -> frozenset[str]:
     """`features` with an `adapter_type:X` entry (what the page passes) replaced by that
-    adapter's hints; a hint given explicitly (e.g. by `webpte bench --variants`) wins."""
-    plain = {str(f) for f in features if not str(f).startswith(ADAPTER_TYPE)}
-    types = sorted(str(f)[len(ADAPTER_TYPE):] for f in features
-                   if str(f).startswith(ADAPTER_TYPE))
+    adapter's hints, refined by an `adapter_device:NAME` entry (the adapter's vendor,
+    architecture and description in the page); a hint given explicitly (e.g. by
+    `webpte bench --variants`) wins."""
+    def given(prefix: str) -> list[str]:
+        return sorted(str(f)[len(prefix):] for f in features if str(f).startswith(prefix))
+
+    plain = {str(f) for f in features
+             if not str(f).startswith((ADAPTER_TYPE, ADAPTER_DEVICE))}
+    types, devices = given(ADAPTER_TYPE), given(ADAPTER_DEVICE)
     if not types:
         return frozenset(plain)
-    given = {f.split(":", 1)[0] for f in plain if ":" in f}
-    return frozenset(plain | {h for h in adapter_hints(types[-1])
-                              if h.split(":", 1)[0] not in given})
+    kinds = {f.split(":", 1)[0] for f in plain if ":" in f}
+    return frozenset(plain | {h for h in adapter_hints(types[-1], devices[-1] if devices else "")
+                              if h.split(":", 1)[0] not in kinds})
 
 
 def variant_features(features, variant: str) -> frozenset[str]:

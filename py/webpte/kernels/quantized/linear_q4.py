@@ -31,7 +31,7 @@ from ...errors import PlanError
 from ...plan.storage import storage_of
 from .._np import np
 from ..registry import OpUnit
-from .linear_q8 import DOT4_FEATURE
+from .linear_q8 import use_dot4
 
 __all__ = ["UNITS", "unpack_qcs4w", "unpack_q4gsw", "dq8ca_q4gsw_reference"]
 
@@ -150,7 +150,7 @@ def lower_dq8ca(L, call) -> None:
     kern = L.kernel("quantized/linear_dq8ca_q4gsw", M=m, N=n, K=k, GS=p["GS"], WR=p["WR"],
                     SUMS_ROW=p["SUMS_ROW"], SCALES_ROW=p["SCALES_ROW"], RM=rm,
                     zp_kind=zp_kind, has_bias=p["bias"] is not None,
-                    dot4=DOT4_FEATURE in L.features, workgroup=WORKGROUP)
+                    dot4=use_dot4(L.features), workgroup=WORKGROUP)
     vids = [p["w"], p["sums"], p["ws"], p["xs"], p["xz"]] + (
         [p["bias"]] if p["bias"] is not None else [])
     L.dispatch(kern, [xq] + [L.buf(v) for v in vids] + [L.buf(p["out"])], groups)

@@ -33,10 +33,10 @@ from ..common import hinted_variant
 from ..registry import OpUnit
 from .quantize import f32, quantize_params, quantize_reference
 
-__all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT4_FEATURE", "SUBGROUPS_FEATURE",
+__all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT_HINT", "DOT4_FEATURE", "SUBGROUPS_FEATURE",
            "SUBGROUPS_IMPLICIT", "GEMM_HINT", "GEMM_VARIANTS",
            "decode_hint", "decode_variant", "gemm_hint", "gemm_variant", "linear_cost",
-           "splitk_kernel", "tiling", "UNITS"]
+           "splitk_kernel", "tiling", "use_dot4", "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
@@ -80,8 +80,20 @@ GEMM_VARIANTS: dict[str, dict[str, int]] = {"t8x8": {"rm": 8, "rn": 8, "direct":
                                             "d8x16": {"rm": 8, "rn": 16, "direct": 1},
                                             "d16x16": {"rm": 16, "rn": 16, "direct": 1}}
 GEMM_HINT = "q8_gemm:"
+# How the int8 kernels multiply-accumulate where the device has dot4I8Packed: "dot4" with it,
+# "unpacked" with the portable path (each packed word unpacked once with shifts, then i32
+# dots), which SwiftShader runs faster than its dot4I8Packed (plan/hints.DRIVER_HINTS).
+DOT_HINT = "q8_dot:"
+DOT_VARIANTS = ("dot4", "unpacked")
 GEMM_BY_ADAPTER = {"CPU": "d8x16"}
 GPU_GEMM = "t8x8"
+
+
+def use_dot4(features) -> bool:
+    """Whether the int8 kernels accumulate with dot4I8Packed: the device has it and no
+    `q8_dot:unpacked` hint asks for the portable path (plan/hints.DRIVER_HINTS)."""
+    return (DOT4_FEATURE in features
+            and hinted_variant(features, DOT_HINT, DOT_VARIANTS, "dot4", "int8 dot") == "dot4")
 
 
 def decode_variant(features) -> str:
@@ -131,7 +143,7 @@ def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, paired: 
         lanes = max(min(v["lanes"], words), m * cols)
     groups, row = L.grid(-(-n // cols), 1)
     kern = L.kernel("quantized/linear_q8_splitk", m=m, n=n, k=k, kw=k // 4, vec4=vec4,
-                    lanes=lanes, cols=cols * linears, row=row, dot4=DOT4_FEATURE in L.features,
+                    lanes=lanes, cols=cols * linears, row=row, dot4=use_dot4(L.features),
                     subgroups=SUBGROUPS_FEATURE in L.features,
                     enable_subgroups=SUBGROUPS_IMPLICIT not in L.features,
                     dual=passes == 2, paired=paired, **params)
@@ -200,7 +212,7 @@ def lower(L, call) -> None:
     if not -256 <= zp <= 255:
         raise L.unsupported(f"input zero point {zp} outside [-256, 255]")
     q = quantize_params(s, zp)
-    common = dict(m=m, n=n, k=k, kw=k // 4, dot4=DOT4_FEATURE in L.features,
+    common = dict(m=m, n=n, k=k, kw=k // 4, dot4=use_dot4(L.features),
                   x_float=x_kind == "f32", has_bias=bias is not None)
     variant = decode_variant(L.features)
     if m <= SKINNY_ROWS and variant.startswith("splitk"):
