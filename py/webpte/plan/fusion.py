@@ -196,17 +196,27 @@ def _merge_siblings(graph: Graph, found: list[Group], elements: dict[int, Elemen
     quantize and pass-2 error chain both read the normed activation), as one dispatch with
     an output per sibling at the earlier one's place.
 
-    A later group joins when every input it reads is a constant or one the earlier group
-    reads too (so it reads the same values there), neither feeds the other, both have the
-    same element count and packing (one invocation per element or per int8 word), and the
-    bindings fit."""
+    A later group joins when it reads a value the earlier group reads too, every other
+    input it reads is a constant or made before the earlier group's place and not by it
+    (the attention-sink blends of k, after rope, and of v, made by the linear before it,
+    share their per-row weights), neither feeds the other, both have the same element count
+    and packing (one invocation per element or per int8 word), no state value is read
+    early, and the bindings fit."""
     def packed(g: Group) -> bool:
         return storage_of(graph.values[elements[g.root].out]) in PACKED
 
     source = prepacked(graph)
+    made_at: dict[int, int] = {}   # value id -> the last node that writes it (its last arg)
+    for n, op in enumerate(graph.chain):
+        if op.args:
+            made_at[op.args[-1]] = n
 
     def buffers(vids) -> int:   # bindings they take: equal constants share one buffer
         return len({arg_key(graph, source.get(v, v)) for v in vids})
+
+    def ready(vid: int, h: Group) -> bool:   # made before h's dispatch, not by h
+        n = made_at.get(vid)
+        return vid not in unstable and (n is None or (n < h.at and n not in h.nodes))
 
     out: list[Group] = []
     for g in found:
@@ -215,7 +225,8 @@ def _merge_siblings(graph: Graph, found: list[Group], elements: dict[int, Elemen
             shared = [v for v in g.external if v in h.external]
             rest = [v for v in g.external if v not in h.external
                     and not graph.values[source.get(v, v)].is_constant]
-            if (shared and not rest and h.numel == g.numel and packed(h) == packed(g)
+            if (shared and all(ready(v, h) for v in rest) and h.numel == g.numel
+                    and packed(h) == packed(g)
                     and not any(v in unstable for v in shared)
                     and buffers(h.external + g.external) + 1 + len(h.outputs) + 1
                     <= MAX_BINDINGS):
