@@ -150,7 +150,7 @@ def lower_dq8ca(L, call) -> None:
     kern = L.kernel("quantized/linear_dq8ca_q4gsw", M=m, N=n, K=k, GS=p["GS"], WR=p["WR"],
                     SUMS_ROW=p["SUMS_ROW"], SCALES_ROW=p["SCALES_ROW"], RM=rm,
                     zp_kind=zp_kind, has_bias=p["bias"] is not None,
-                    dot4=use_dot4(L.features), workgroup=WORKGROUP)
+                    dot4=use_dot4(L.features, hinted=False), workgroup=WORKGROUP)
     vids = [p["w"], p["sums"], p["ws"], p["xs"], p["xz"]] + (
         [p["bias"]] if p["bias"] is not None else [])
     L.dispatch(kern, [xq] + [L.buf(v) for v in vids] + [L.buf(p["out"])], groups)

@@ -20,8 +20,9 @@ a GPU compiler may fuse the last multiply-add, hence a rel-L2 tolerance on y but
 accumulators.
 
 Accumulation uses WGSL `dot4I8Packed` when the lowering's features include
-`packed_4x8_integer_dot_product` (`lower(graph, features=...)`), else a portable path
-(extractBits to vec4<i32> and an integer dot). W is bound as its file bytes: row-major
+`packed_4x8_integer_dot_product` (`lower(graph, features=...)`), else a portable path (each
+word's bytes unpacked to vec4<i32> with shifts, then an integer dot); the `q8_dot:unpacked`
+hint takes the portable path where dot4 exists too (`use_dot4`). W is bound as its file bytes: row-major
 [N, K/4] u32 words, four int8 per word, element 0 in the low byte.
 """
 
@@ -82,18 +83,25 @@ GEMM_VARIANTS: dict[str, dict[str, int]] = {"t8x8": {"rm": 8, "rn": 8, "direct":
 GEMM_HINT = "q8_gemm:"
 # How the int8 kernels multiply-accumulate where the device has dot4I8Packed: "dot4" with it,
 # "unpacked" with the portable path (each packed word unpacked once with shifts, then i32
-# dots), which SwiftShader runs faster than its dot4I8Packed (plan/hints.DRIVER_HINTS).
+# dots) in the kernels that reuse an unpacked word for several products (the dual decode
+# kernel, the tiles), which SwiftShader runs faster than its dot4I8Packed: SmolLM2's window
+# 0.67-0.72x the time, a 256x768x768 dual tile 0.30x, the single tile 0.58x
+# (plan/hints.DRIVER_HINTS).
 DOT_HINT = "q8_dot:"
 DOT_VARIANTS = ("dot4", "unpacked")
 GEMM_BY_ADAPTER = {"CPU": "d8x16"}
 GPU_GEMM = "t8x8"
 
 
-def use_dot4(features) -> bool:
-    """Whether the int8 kernels accumulate with dot4I8Packed: the device has it and no
-    `q8_dot:unpacked` hint asks for the portable path (plan/hints.DRIVER_HINTS)."""
-    return (DOT4_FEATURE in features
-            and hinted_variant(features, DOT_HINT, DOT_VARIANTS, "dot4", "int8 dot") == "dot4")
+def use_dot4(features, hinted: bool = True) -> bool:
+    """Whether an int8 kernel accumulates with dot4I8Packed: the device has it and, for a
+    kernel whose portable path unpacks each word once (`hinted`), no `q8_dot:unpacked` hint
+    asks for that path (plan/hints.DRIVER_HINTS). On SwiftShader the others (a word
+    unpacked for each product) measured slower portable: the one-column skinny linear 1.67x
+    dot4's time, the 4-bit linear 1.4-1.5x."""
+    return DOT4_FEATURE in features and (
+        not hinted
+        or hinted_variant(features, DOT_HINT, DOT_VARIANTS, "dot4", "int8 dot") == "dot4")
 
 
 def decode_variant(features) -> str:
@@ -143,7 +151,8 @@ def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, paired: 
         lanes = max(min(v["lanes"], words), m * cols)
     groups, row = L.grid(-(-n // cols), 1)
     kern = L.kernel("quantized/linear_q8_splitk", m=m, n=n, k=k, kw=k // 4, vec4=vec4,
-                    lanes=lanes, cols=cols * linears, row=row, dot4=use_dot4(L.features),
+                    lanes=lanes, cols=cols * linears, row=row,
+                    dot4=use_dot4(L.features, hinted=False),
                     subgroups=SUBGROUPS_FEATURE in L.features,
                     enable_subgroups=SUBGROUPS_IMPLICIT not in L.features,
                     dual=passes == 2, paired=paired, **params)
@@ -212,7 +221,8 @@ def lower(L, call) -> None:
     if not -256 <= zp <= 255:
         raise L.unsupported(f"input zero point {zp} outside [-256, 255]")
     q = quantize_params(s, zp)
-    common = dict(m=m, n=n, k=k, kw=k // 4, dot4=use_dot4(L.features),
+    # Only the tiles' portable path unpacks each word once (use_dot4).
+    common = dict(m=m, n=n, k=k, kw=k // 4, dot4=use_dot4(L.features, m > SKINNY_ROWS),
                   x_float=x_kind == "f32", has_bias=bias is not None)
     variant = decode_variant(L.features)
     if m <= SKINNY_ROWS and variant.startswith("splitk"):

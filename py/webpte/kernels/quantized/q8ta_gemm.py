@@ -101,7 +101,7 @@ def lower_gemm(L, g: Geometry) -> None:
     groups, row = L.grid(-(-g.numel // 4), WORKGROUP)
     kern = L.kernel(
         "quantized/q8ta_gemm", n=g.numel, workgroup=WORKGROUP, row=row,
-        dot4=use_dot4(L.features), has_bias=g.bias is not None, relu=g.relu,
+        dot4=use_dot4(L.features, hinted=False), has_bias=g.bias is not None, relu=g.relu,
         oc=g.oc, oh=g.oh, ow=g.ow, ih=g.ih, iw=g.iw, xs=g.x_strides,
         kernel_h=g.kernel[0], kernel_w=g.kernel[1], stride=g.stride, padding=g.padding,
         dilation=g.dilation, icg=g.icg, ocg=g.oc // g.groups, kdim=g.kdim,
