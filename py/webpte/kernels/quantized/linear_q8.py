@@ -22,8 +22,8 @@ accumulators.
 Accumulation uses WGSL `dot4I8Packed` when the lowering's features include
 `packed_4x8_integer_dot_product` (`lower(graph, features=...)`), else a portable path (each
 word's bytes unpacked to vec4<i32> with shifts, then an integer dot); the `q8_dot:unpacked`
-hint takes the portable path where dot4 exists too (`use_dot4`). W is bound as its file bytes: row-major
-[N, K/4] u32 words, four int8 per word, element 0 in the low byte.
+hint takes the portable path where dot4 exists too (`use_dot4`). W is bound as its file
+bytes: row-major [N, K/4] u32 words, four int8 per word, element 0 in the low byte.
 """
 
 from __future__ import annotations
