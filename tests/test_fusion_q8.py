@@ -26,8 +26,8 @@ PROGRAMS = {
     # 8 duals take their consumers' chains: residual adds, the MLP's gate * up, its silu;
     # each layer's q, k and v pairs run as one joined dispatch, its gate and up pairs as one
     # paired dispatch (15 pairs, 9 dispatches); a layer's two sink blends are one dispatch
-    "decoder_q8_tiny.pte": (254, 70, 32, 9),
-    "tiny_vlm/decoder_q8.pte": (254, 70, 32, 9),
+    "decoder_q8_tiny.pte": (254, 69, 31, 9),
+    "tiny_vlm/decoder_q8.pte": (254, 69, 31, 9),
     "vision_q8_tiny.pte": (216, 121, 95, 13),   # one 4-row pair, 12 tiled (64 rows)
     "tiny_vlm/vision_q8.pte": (118, 68, 54, 7),  # every pair has > 8 rows: tiled
 }

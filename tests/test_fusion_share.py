@@ -84,3 +84,32 @@ def test_sibling_reading_a_later_value_stays_apart(gpu):
     assert ops[0] == "fused:relu+neg" and "aten.add.Tensor" in ops, ops
     rng = np.random.default_rng(3)
     _bitwise(g, blob, [rng.standard_normal((4, 4)).astype(np.float32) for _ in range(2)])
+
+
+def _layer_views():
+    """Each of three layers views the position weight m (1,) as (1, 1, 1, 1) and multiplies
+    it by the row mask (one constant in the file, as the exporter stores the layers' equal
+    masks), then by its own input: the decoder's sink weights."""
+    b = GraphBuilder()
+    m = b.tensor(np.float32, (1,))
+    xs = [b.tensor(np.float32, (1, 4, 1, 1)) for _ in range(3)]
+    mask = b.constant(np.array([1, 0, 0, 0], np.float32).reshape(1, 4, 1, 1))
+    outs = []
+    for x in xs:
+        v, w, o = (b.tensor(np.float32, d) for d in ((1, 1, 1, 1), (1, 4, 1, 1), (1, 4, 1, 1)))
+        b.op("aten.view_copy.default", m, b.scalar((1, 1, 1, 1)), v)
+        b.op("aten.mul.Tensor", v, mask, w)
+        b.op("aten.mul.Tensor", w, x, o)
+        outs.append(o)
+    return b.build([m] + xs, outs)
+
+
+def test_views_of_one_value_are_one_value(gpu):
+    """The three views are one value, so the three weight products are one: computed once."""
+    g, blob = _layer_views()
+    ops = [d.op for d in lower(g).dispatches]
+    assert len(lower(g, fuse=False).dispatches) > len(ops), ops
+    assert sum(op.count("mul") for op in ops) == 4, ops   # one weight product, three uses
+    rng = np.random.default_rng(5)
+    _bitwise(g, blob, [np.array([1.0], np.float32)]
+             + [rng.standard_normal((1, 4, 1, 1)).astype(np.float32) for _ in range(3)])

@@ -52,8 +52,22 @@ def element_spec(graph: Graph, node: int) -> Element | None:
         return None   # its own lowering reports why
 
 
+VIEW = "aten.view_copy.default"
+
+
+def _view(graph: Graph, op: OpCall) -> tuple[tuple[int, ...], int | None]:
+    """(inputs, result) of a view_copy (x, size, out), which share_duplicates keys as it does
+    an elementwise op: views of one value to the same dims are the same value (each layer of
+    the decoder views the sink's position weight again before its blend); else ((), None)."""
+    if op.name != VIEW or len(op.args) != 3 or not isinstance(graph.values[op.args[0]],
+                                                                   TensorValue):
+        return (), None
+    return (op.args[0],), op.args[2]
+
+
 def share_duplicates(graph: Graph, keep=frozenset(), state=frozenset()) -> Graph:
-    """The graph less each elementwise op that repeats an earlier one on a runtime value:
+    """The graph less each elementwise op (or view_copy) that repeats an earlier one on a
+    runtime value:
     same op, same arguments (value ids, equal scalars, constants of the same bytes or
     values computed from them alike), its result read from the earlier op's instead; then
     less the elementwise ops whose results nothing reads any more.
@@ -79,20 +93,21 @@ def share_duplicates(graph: Graph, keep=frozenset(), state=frozenset()) -> Graph
         args = tuple(rename.get(a, a) for a in op.args)
         op = OpCall(op.name, args, op.node_id) if args != op.args else op
         e = element_spec(graph, node)
-        if (e is None or e.out != args[-1] or e.out in fixed or e.out in in_lists
+        inputs, result = (e.inputs, e.out) if e is not None else _view(graph, op)
+        if (result is None or result != args[-1] or result in fixed or result in in_lists
                 or any(a in mutable for a in args[:-1])):
             kept.append((op, None))
             continue
-        out = graph.values[e.out]
+        out = graph.values[result]
         key = (op.name, out.dtype, out.dims, *(arg_key(graph, a, derived) for a in args[:-1]))
-        if all(rename.get(v, v) in derived or graph.values[v].is_constant for v in e.inputs):
-            derived[e.out] = ("derived", *key)
+        if all(rename.get(v, v) in derived or graph.values[v].is_constant for v in inputs):
+            derived[result] = ("derived", *key)
         elif key in seen:
-            rename[e.out] = seen[key]
+            rename[result] = seen[key]
             continue
         else:
-            seen[key] = e.out
-        kept.append((op, e.out))
+            seen[key] = result
+        kept.append((op, result))
     if not rename:
         return graph
     # Then elementwise ops nothing reads any more (the constant-only ops of a shared chain).
