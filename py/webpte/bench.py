@@ -11,8 +11,6 @@ import subprocess
 import sys
 import time
 
-from .roofline import DOT_NAMES
-
 # Vulkan drivers `--adapters` names, each run in a subprocess of its own.
 ICDS = {"lavapipe": "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
         "swiftshader": "/usr/lib/chromium/vk_swiftshader_icd.json"}
@@ -153,11 +151,13 @@ def _on_adapters(args) -> list[dict]:
 
 def format_roofline(results: list[dict]) -> str:
     """One table: per driver, program and variant, the call then each kernel family."""
+    from .roofline import DISPATCH, DOT_NAMES
+
     lines = []
     for r in results:
         c0 = next(iter(r["variants"].values()))["ceilings"]
         load = f" | load {' '.join(map(str, r['load']))}" if r.get("load") else ""
-        dispatch = (f", dispatch {c0['dispatch_us']} us" if "dispatch_us" in c0 else "")
+        dispatch = f", dispatch {c0[DISPATCH]} us" if DISPATCH in c0 else ""
         dots = [f"{name} {c0[f'dot_gmacs_{d}']}" for d, name in DOT_NAMES.items()
                 if f"dot_gmacs_{d}" in c0] or [f"{c0['dot']} {c0['dot_gmacs']}"]
         lines.append(f"{r.get('driver', '-')}: {r['adapter']} | {r['program']} | read "
@@ -177,7 +177,7 @@ def format_roofline(results: list[dict]) -> str:
                              f"{rep['call']['pct_floor_best']}% of floor")
             if rep["call"].get("dispatch_ms") is not None:
                 lines.append(f"  {v} floor + {rep['call']['dispatches']} dispatches at "
-                             f"{rep['ceilings']['dispatch_us']} us: "
+                             f"{rep['ceilings'][DISPATCH]} us: "
                              f"{rep['call']['pct_floor_with_dispatches']}% of the median call")
         for v, h in r.get("host_ms", {}).items():
             lines.append(f"  {v} call on the host (median ms): " + ", ".join(

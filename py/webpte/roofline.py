@@ -18,8 +18,8 @@ import time
 from .kernels.render import render
 from .plan.model import BufferSpec, DispatchSpec, IOSpec, KernelSpec, Plan
 
-__all__ = ["best_ceilings", "ceiling_probes", "ceilings_from", "dispatch_work", "family",
-           "family_times", "measure_ceilings", "report"]
+__all__ = ["DISPATCH", "DOT_NAMES", "best_ceilings", "ceiling_probes", "ceilings_from",
+           "dispatch_work", "family", "family_times", "measure_ceilings", "report"]
 
 DOT4 = "packed_4x8_integer_dot_product"
 READ_MIB = 64        # larger than the CPU caches; one probe dispatch reads it once
@@ -28,6 +28,7 @@ DOT_INVOCATIONS = 16384
 DOT_CHAINS = 8
 DOT_ITERS = 1024
 DISPATCHES = 400     # the dispatch probe: one small workgroup, this many times in one submit
+DISPATCH = "dispatch_us"   # its ceiling: microseconds a dispatch (a cost: lower is better)
 DOTS = ("dot4", "unpacked")   # the int8 dot probes (kernels/quantized/linear_q8.DOT_HINT)
 DOT_NAMES = {"dot4": "dot4I8Packed", "unpacked": "portable"}
 
@@ -77,7 +78,7 @@ def ceiling_probes(features, repeats: int = 4, read_mib: int = READ_MIB,
                        _probe_plan("int8_dot", DOT_CHAINS + 1, DOT_INVOCATIONS, 1,
                                    dot4=dot == "dot4", chains=DOT_CHAINS, iters=dot_iters),
                        DOT_INVOCATIONS * DOT_CHAINS * dot_iters * 4))
-    probes.append(("dispatch_us", _probe_plan("dispatch", 1, 32, DISPATCHES, workgroup=32),
+    probes.append((DISPATCH, _probe_plan("dispatch", 1, 32, DISPATCHES, workgroup=32),
                    DISPATCHES))
     return probes
 
@@ -93,10 +94,8 @@ def _overall(out: dict) -> dict:
 
 def ceilings_from(probes: list[tuple[str, Plan, int]], seconds: dict[str, float]) -> dict:
     """Ceilings (GB/s, GMAC/s) from each probe's best time in `seconds`."""
-    out: dict = {name: round(work / seconds[name] / 1e9, 3) for name, _, work in probes
-                 if name != "dispatch_us"}
-    out.update({name: round(1e6 * seconds[name] / work, 2) for name, _, work in probes
-                if name == "dispatch_us"})   # microseconds a dispatch (a cost: lower is better)
+    out: dict = {name: round(1e6 * seconds[name] / work, 2) if name == DISPATCH
+                 else round(work / seconds[name] / 1e9, 3) for name, _, work in probes}
     return _overall(out)
 
 
@@ -111,7 +110,7 @@ def best_ceilings(*measured: dict) -> dict:
     on a shared machine the fastest probe run is the closest to what the adapter can do."""
     out = dict(measured[0])
     for m in measured[1:]:
-        out.update({k: (min if k == "dispatch_us" else max)(v, out[k])
+        out.update({k: (min if k == DISPATCH else max)(v, out[k])
                     for k, v in m.items() if isinstance(v, float) and k in out})
     return _overall(out)
 
@@ -206,8 +205,8 @@ def report(plan: Plan, ceilings: dict, call_times: list[float],
 def _with_dispatches(n: int, floor_s: float, call_s: float, ceilings: dict) -> dict:
     """The floor with each dispatch's fixed cost added (the dispatch probe's), where measured:
     what a plan of this many dispatches could reach on this adapter."""
-    if "dispatch_us" not in ceilings:
+    if DISPATCH not in ceilings:
         return {}
-    dispatch_s = n * ceilings["dispatch_us"] / 1e6
+    dispatch_s = n * ceilings[DISPATCH] / 1e6
     return {"dispatch_ms": round(1e3 * dispatch_s, 2),
             "pct_floor_with_dispatches": round(100 * (floor_s + dispatch_s) / call_s, 1)}

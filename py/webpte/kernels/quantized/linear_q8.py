@@ -81,6 +81,8 @@ GEMM_VARIANTS: dict[str, dict[str, int]] = {"t8x8": {"rm": 8, "rn": 8, "direct":
                                             "d8x16": {"rm": 8, "rn": 16, "direct": 1},
                                             "d16x16": {"rm": 16, "rn": 16, "direct": 1}}
 GEMM_HINT = "q8_gemm:"
+GEMM_BY_ADAPTER = {"CPU": "d8x16"}
+GPU_GEMM = "t8x8"
 # How the int8 kernels multiply-accumulate where the device has dot4I8Packed: "dot4" with it,
 # "unpacked" with the portable path (each packed word unpacked once with shifts, then i32
 # dots) in the kernels that reuse an unpacked word for several products (the dual decode
@@ -89,8 +91,6 @@ GEMM_HINT = "q8_gemm:"
 # (plan/hints.DRIVER_HINTS).
 DOT_HINT = "q8_dot:"
 DOT_VARIANTS = ("dot4", "unpacked")
-GEMM_BY_ADAPTER = {"CPU": "d8x16"}
-GPU_GEMM = "t8x8"
 
 
 def use_dot4(features, hinted: bool = True) -> bool:
