@@ -52,12 +52,15 @@ def test_probe_templates_render():
                  strided=True)
     assert "src[g + j * 512u]" in src
     src = render("bench/int8_dot", workgroup=256, row=256, invocations=256, dot4=True,
-                 chains=2, iters=5)
+                 fdot=False, chains=2, iters=5)
     assert src.startswith("requires packed_4x8_integer_dot_product;")
     assert "acc1 += dot4I8Packed(w1, v);" in src
     portable = render("bench/int8_dot", workgroup=256, row=256, invocations=256, dot4=False,
-                      chains=2, iters=5)
+                      fdot=False, chains=2, iters=5)
     assert "let u = unpack(v);" in portable and "acc1 += dot(w1, u);" in portable
+    f32 = render("bench/int8_dot", workgroup=256, row=256, invocations=256, dot4=False,
+                 fdot=True, chains=2, iters=5)
+    assert "let u = vec4<f32>(unpack(v));" in f32 and "acc1 += i32(f1);" in f32
     assert "@workgroup_size(32)" in render("bench/dispatch", workgroup=32)
 
 
@@ -71,7 +74,7 @@ def test_ceilings_are_measured(gpu):
     dots = [v for k, v in c.items() if k.startswith("dot_gmacs_")]
     assert 0 < c["dispatch_us"] < 1e4
     assert c["dot_gmacs"] == max(dots) and len(dots) == (
-        2 if "packed_4x8_integer_dot_product" in wgsl_features() else 1)
+        3 if "packed_4x8_integer_dot_product" in wgsl_features() else 2)
 
 
 def test_best_ceilings_keep_each_fastest_probe():

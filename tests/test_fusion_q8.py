@@ -25,9 +25,10 @@ DUAL = "fused:linear_q8+linear_q8+add"
 PROGRAMS = {
     # 8 duals take their consumers' chains: residual adds, the MLP's gate * up, its silu;
     # each layer's q, k and v pairs run as one joined dispatch, its gate and up pairs as one
-    # paired dispatch (15 pairs, 9 dispatches); a layer's two sink blends are one dispatch
-    "decoder_q8_tiny.pte": (254, 69, 31, 9),
-    "tiny_vlm/decoder_q8.pte": (254, 69, 31, 9),
+    # paired dispatch (15 pairs, 9 dispatches) that also quantizes the product for the down
+    # projection (both passes); a layer's two sink blends are one dispatch
+    "decoder_q8_tiny.pte": (254, 69, 29, 9),
+    "tiny_vlm/decoder_q8.pte": (254, 69, 29, 9),
     "vision_q8_tiny.pte": (216, 121, 95, 13),   # one 4-row pair, 12 tiled (64 rows)
     "tiny_vlm/vision_q8.pte": (118, 68, 54, 7),  # every pair has > 8 rows: tiled
 }
@@ -69,10 +70,14 @@ def test_dual_outputs_are_bitwise_unfused(gpu, name, monkeypatch):
                          what=f"{name} call {i} output {j} vs numpy")
 
 
-def _pair_graph(m, k, n, *, bias, swap=False, shared_output=False, alpha=1):
-    """y = linear(xa) + alpha * linear(xb) on one W; bias on the first pass only."""
+def _pair_graph(m, k, n, *, bias, swap=False, shared_output=False, alpha=1, w_fill=None):
+    """y = linear(xa) + alpha * linear(xb) on one W (every weight `w_fill` if given); bias on
+    the first pass only."""
     rng = np.random.default_rng(11)
     w, sums, scales, b_vals = linear_operands(rng, n, k)
+    if w_fill is not None:
+        w[:] = w_fill
+        sums[:n] = w_fill * k
     b = GraphBuilder()
     xa, xb = b.tensor(np.int8, (1, m, k)), b.tensor(np.int8, (1, m, k))
     ya, yb, y = (b.tensor(np.float32, (1, m, n)) for _ in range(3))
@@ -320,3 +325,34 @@ def test_unknown_gemm_variant_is_a_plan_error():
     with pytest.raises(PlanError, match="gemm variant 't4x4'"):
         lower(g, features={GEMM_HINT + "t4x4"})
 
+
+
+@pytest.mark.parametrize("m,k,n,fill", [
+    (4, 64, 9, None),
+    (3, 2064, 13, None),     # three f32 chunks, the last one partial
+    # W all -127, x -127 but every fourth -128: each 4-byte dot adds 64643 (odd), so a full
+    # chunk sums to 16.5M, just under 2^24, where twice the chunk would round.
+    (4, 4608, 8, -127),
+])
+def test_f32_products_are_the_integer_dot(gpu, m, k, n, fill):
+    """q8_f32:on takes the dual kernel's int8 products in f32, in chunks whose partial sums
+    stay integers below 2^24: its outputs are bitwise the i32 portable dot's."""
+    g, blob = _pair_graph(m=m, k=k, n=n, bias=True, w_fill=fill)
+    rng = np.random.default_rng(9)
+    odd = np.where(np.arange(k) % 4 == 3, -128, fill or 0).astype(np.int8)
+    xs = [np.broadcast_to(odd, (1, m, k)).copy() if fill is not None else int8(rng, (1, m, k))
+          for _ in range(2)]
+    outs = {}
+    for hint in ("q8_f32:off", "q8_f32:on"):
+        plan = lower(g, features=[hint])
+        wgsl = plan.kernels[0].wgsl
+        assert ("FCHUNK" in wgsl) == (hint == "q8_f32:on")
+        ex = Executor(plan, blob)
+        ex.poison()
+        outs[hint] = ex.run(xs)[0]
+    assert outs["q8_f32:on"].tobytes() == outs["q8_f32:off"].tobytes()
+    dot4 = VARIANTS[1].values[0][0]   # the f32 products win over dot4 in this kernel alone
+    assert "dot4I8Packed" not in lower(g, features=[dot4, "q8_f32:on"]).kernels[0].wgsl
+    assert "dot4I8Packed" in lower(g, features=[dot4]).kernels[0].wgsl
+    ref = run_reference(g, dict(zip(g.input_ids, xs)), blob).get(g.output_ids[0])
+    assert_close(outs["q8_f32:on"], ref, rel=1e-6, what="f32-product dual linear vs numpy")

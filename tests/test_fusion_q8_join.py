@@ -18,6 +18,8 @@ from webpte.plan import Plan, lower
 from webpte.plan.fusion_q8 import JOIN_HINT, JOIN_MAX
 from webpte.pte.builder import GraphBuilder
 
+QUANTIZE = "quantized_decomposed.quantize_per_tensor.default"
+
 
 def _sibling_graph(m, k, ns, *, clone=True, bias_on=None):
     """Pairs y_i = linear(xa) + linear(xb) on their own W_i, all reading one xa and one xb
@@ -109,10 +111,13 @@ def test_malformed_file_parts_are_refused(breaks, match):
         Plan.from_json(json.dumps(plan))
 
 
-def _mlp_graph(m, k, n, *, gate_read_twice=False):
+def _mlp_graph(m, k, n, *, gate_read_twice=False, tail=None):
     """silu(linear(xa) + linear(xb) on W_g) * (the same on W_u), as the decoder's MLP has
     it: the gate pair's epilogue is the silu, the up pair's the product. With
-    `gate_read_twice` the silu's result is a method output too (the pair must stay apart)."""
+    `gate_read_twice` the silu's result is a method output too (the pair must stay apart).
+    `tail` ("quantize", "two_pass" or "two_pass+h"): the product quantized for the next
+    linear, one pass or both as the decoder's recipe has them ("+h": the product is a method
+    output too)."""
     rng = np.random.default_rng(31)
     b = GraphBuilder()
     xa, xb = b.tensor(np.int8, (1, m, k)), b.tensor(np.int8, (1, m, k))
@@ -130,7 +135,38 @@ def _mlp_graph(m, k, n, *, gate_read_twice=False):
             b.op("aten.mul.Tensor", y, sig, silu)
         else:        # the up: times the gate's silu
             b.op("aten.mul.Tensor", silu, y, h)
+    if tail:
+        return b.build([xa, xb], _two_pass_quantize(b, h, (1, m, n), tail != "quantize")
+                       + ([h] if tail.endswith("+h") else []))
     return b.build([xa, xb], [h, silu] if gate_read_twice else [h])
+
+
+def _two_pass_quantize(b, x, shape, two_pass: bool) -> list[int]:
+    """q1 = q8(x; s1, z1) and, with `two_pass`, q2 = q8(x - (clamp(round(x * (1/s1)) + z1)
+    - z1) * s1; s2, z2), the scales and zero points as 0-d constants where the recipe has them."""
+    s1, z1, s2, z2 = 0.0213, 7, 0.00029, -3
+    q1 = b.tensor(np.int8, shape)
+    b.op(QUANTIZE, x, b.scalar(s1), b.scalar(z1), b.scalar(-128), b.scalar(127),
+         b.scalar(None), q1)
+    if not two_pass:
+        return [q1]
+    t, r, a, c, d, e, f = (b.tensor(np.float32, shape) for _ in range(7))
+    zf, zf2 = b.tensor(np.float32, ()), b.tensor(np.float32, ())
+    zc = b.constant(np.array(z1, np.int32))
+    b.op("aten.mul.Tensor", x, b.constant(np.array(1 / s1, np.float32)), t)
+    b.op("aten.round.default", t, r)
+    b.op("aten._to_copy.default", zc, *[b.scalar(None)] * 4, b.scalar(False), b.scalar(None), zf)
+    b.op("aten.add.Tensor", r, zf, b.scalar(1), a)
+    b.op("aten.clamp.default", a, b.scalar(-128), b.scalar(127), c)
+    b.op("aten._to_copy.default", b.constant(np.array(z1, np.int32)), *[b.scalar(None)] * 4,
+         b.scalar(False), b.scalar(None), zf2)
+    b.op("aten.sub.Tensor", c, zf2, b.scalar(1), d)
+    b.op("aten.mul.Tensor", d, b.constant(np.array(s1, np.float32)), e)
+    b.op("aten.sub.Tensor", x, e, b.scalar(1), f)
+    q2 = b.tensor(np.int8, shape)
+    b.op(QUANTIZE, f, b.scalar(s2), b.scalar(z2), b.scalar(-128), b.scalar(127),
+         b.scalar(None), q2)
+    return [q1, q2]
 
 
 PAIRED = DUAL + ":paired+sigmoid+mul+mul"
@@ -152,6 +188,43 @@ def test_paired_linears_are_bitwise_apart(gpu, decode, features, case):
     rng = np.random.default_rng(4)
     xs = [int8(rng, (1, case["m"], case["k"])) for _ in range(2)]
     assert_plans_bitwise(g, blob, xs, {"paired": paired, "apart": apart}, rel=1e-5)
+
+
+TAIL = PAIRED + "+quantize"
+TWO_PASS = TAIL + "+mul+round+cast+add+clamp+cast+sub+mul+sub+quantize"
+
+
+@pytest.mark.parametrize("features", SPLIT_VARIANTS)
+@pytest.mark.parametrize("case,tail,ops", [
+    (dict(m=4, k=64, n=68), "two_pass", TWO_PASS),
+    (dict(m=3, k=36, n=8), "quantize", TAIL),
+    (dict(m=1, k=772, n=12), "two_pass", TWO_PASS),
+], ids=["4x64x68-two-pass", "3x36x8-one-pass", "1x772x12-two-pass"])
+def test_the_quantize_of_the_product_runs_in_the_paired_dispatch(gpu, features, case, tail,
+                                                                  ops):
+    """The down projection's input quantize (one pass or both) is the paired dispatch's
+    tail: int8 words written where the product was stored, bitwise the plan apart and the
+    unfused one."""
+    g, blob = _mlp_graph(**case, tail=tail)
+    fused, apart = _shared_and_apart(g, features, "skinny")
+    assert [d.op for d in fused.dispatches] == [ops]
+    assert len(fused.dispatches[0].bindings) <= 8
+    assert [d.op for d in apart.dispatches][:2] == [DUAL + "+sigmoid+mul", DUAL + "+mul"]
+    rng = np.random.default_rng(8)
+    xs = [int8(rng, (1, case["m"], case["k"])) for _ in range(2)]
+    assert_plans_bitwise(g, blob, xs, {"fused": fused, "apart": apart,
+                                       "unfused": lower(g, features=features, fuse=False)})
+
+
+@pytest.mark.parametrize("decode,shape,tail", [
+    ("splitk", (4, 64, 68), "two_pass"),     # the split-K kernel keeps it apart
+    ("skinny", (4, 64, 66), "two_pass"),     # N not a multiple of 4: a word spans rows
+    ("skinny", (4, 64, 68), "two_pass+h"),   # the product is read elsewhere too
+])
+def test_a_tail_that_cannot_be_whole_words_stays_apart(decode, shape, tail):
+    g, _ = _mlp_graph(*shape, tail=tail)
+    ops = [d.op for d in lower(g, features=[DECODE_HINT + decode]).dispatches]
+    assert ops[0] == PAIRED and len(ops) == 2 and ops[1].startswith("fused:quantize")
 
 
 def test_a_gate_read_elsewhere_stays_apart():

@@ -2,8 +2,8 @@
 
 Ceilings come from webpte's own probe kernels (shaders/bench/): streaming read bandwidth
 (two access patterns, the faster counts) and int8 dot throughput, with dot4I8Packed where the
-device has it and with the portable unpack + i32 dot (the faster counts: SwiftShader's
-portable dot beats its dot4I8Packed, and its plans use it, plan/hints.DRIVER_HINTS). A
+device has it and with the portable unpack + i32 or f32 dot (the fastest counts: SwiftShader's
+portable dots beat its dot4I8Packed, and its plans use them, plan/hints.DRIVER_HINTS). A
 dispatch's work is what its unit counted (`DispatchSpec.cost`: bytes read, int8 MACs) or,
 uncounted, the bytes of the buffers it binds, state buffers (KV caches) left out since a
 decode step reads only the filled part. Its floor is
@@ -29,8 +29,8 @@ DOT_CHAINS = 8
 DOT_ITERS = 1024
 DISPATCHES = 400     # the dispatch probe: one small workgroup, this many times in one submit
 DISPATCH = "dispatch_us"   # its ceiling: microseconds a dispatch (a cost: lower is better)
-DOTS = ("dot4", "unpacked")   # the int8 dot probes (kernels/quantized/linear_q8.DOT_HINT)
-DOT_NAMES = {"dot4": "dot4I8Packed", "unpacked": "portable"}
+DOTS = ("dot4", "unpacked", "f32")   # the int8 dot probes (kernels/quantized/linear_q8.DOT_HINT)
+DOT_NAMES = {"dot4": "dot4I8Packed", "unpacked": "portable", "f32": "portable f32"}
 
 
 def _probe_plan(template: str, src_words: int, invocations: int, repeats: int,
@@ -76,7 +76,8 @@ def ceiling_probes(features, repeats: int = 4, read_mib: int = READ_MIB,
     for dot in DOTS if DOT4 in features else DOTS[1:]:
         probes.append((f"dot_gmacs_{dot}",
                        _probe_plan("int8_dot", DOT_CHAINS + 1, DOT_INVOCATIONS, 1,
-                                   dot4=dot == "dot4", chains=DOT_CHAINS, iters=dot_iters),
+                                   dot4=dot == "dot4", fdot=dot == "f32", chains=DOT_CHAINS,
+                                   iters=dot_iters),
                        DOT_INVOCATIONS * DOT_CHAINS * dot_iters * 4))
     probes.append((DISPATCH, _probe_plan("dispatch", 1, 32, DISPATCHES, workgroup=32),
                    DISPATCHES))

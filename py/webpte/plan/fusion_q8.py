@@ -46,11 +46,13 @@ from ..kernels.quantized.linear_q8 import (
     splitk_kernel,
     tiling,
     use_dot4,
+    use_f32_dot,
 )
 from ..kernels.quantized.linear_q8 import NAME as LINEAR
 from ..kernels.quantized.quantize import f32
 from ..pte.graph import Graph, TensorValue
-from .fusion import MAX_BINDINGS, Uses, _element, chain_code
+from .fusion import MAX_BINDINGS, Group, Uses, _element, chain_code
+from .share import prepacked
 from .storage import PACKED, WGSL_TYPE, constant_key, file_convert, storage_bytes, storage_of
 
 ADD = "aten.add.Tensor"
@@ -94,6 +96,17 @@ class JoinedLinears:
 
 
 @dataclass(frozen=True)
+class Tail:
+    """An elementwise group with int8 outputs that reads the paired result and scalar file
+    constants alone (the decoder's quantize of silu(gate) * up for the down projection, both
+    passes): the paired dispatch evaluates it on the 4 columns an invocation holds and writes
+    whole int8 words, the f32 result never stored. The group plans nothing."""
+
+    group: Group
+    consts: tuple[int, ...]   # the scalar constants it reads, a word each in one buffer
+
+
+@dataclass(frozen=True)
 class PairedLinears:
     """Two dual linears on the same two int8 inputs and shape where the second's epilogue
     reads the first's result and nothing else does (the MLP's silu(gate) * up): one decode
@@ -102,6 +115,7 @@ class PairedLinears:
 
     first: DualLinear
     second: DualLinear
+    tail: Tail | None = None
 
     @property
     def root(self) -> int:
@@ -309,6 +323,54 @@ def _pair_dual_linears(graph: Graph, pairs: dict[int, DualLinear], uses: Uses,
     return out
 
 
+TAIL_COLUMNS = 4   # the skinny paired kernel's columns an invocation: one int8 word a row
+
+
+def _scalar_file_constant(graph: Graph, vid: int) -> bool:
+    """A one-element f32 or i32 constant whose file bytes are its buffer (delegates prepack
+    constants apart: `prepacked` gives the constant a prepacked value holds)."""
+    t = graph.values[prepacked(graph).get(vid, vid)]
+    return (isinstance(t, TensorValue) and t.is_constant and t.numel == 1
+            and storage_of(t) in ("f32", "i32") and file_convert(t) is None
+            and graph.constants[t.constant_id].nbytes == storage_bytes(t))
+
+
+def attach_tails(graph: Graph, paired: dict[int, PairedLinears], groups: dict[int, Group],
+                 elements: dict[int, Element], uses: Uses, features) -> set[int]:
+    """Give each paired dispatch of the skinny kernels the packed group (or lone elementwise
+    node) that alone reads its result (Tail), updating `paired`; returns the nodes taken
+    (they plan nothing). The group's dispatch moves up to the pair's place: it reads nothing
+    else that is made in between."""
+    if decode_variant(features).startswith("splitk") or DECODE_VARIANTS[
+            decode_variant(features)]["cols"] // 2 != TAIL_COLUMNS:
+        return set()
+    taken: set[int] = set()
+    grouped = {node for g in groups.values() for node in g.nodes}
+    candidates = list(groups.values()) + [
+        Group([node], graph.tensor(e.out).numel, list(dict.fromkeys(e.inputs)))
+        for node, e in elements.items() if node not in grouped]
+    by_input: dict[int, list[Group]] = {}
+    for g in candidates:
+        if g.external and g.head is None:
+            by_input.setdefault(g.external[0], []).append(g)
+    for root, pp in list(paired.items()):
+        held = graph.chain[pp.root].args[-1]
+        m, n = pp.second.m, pp.second.n
+        for g in by_input.get(held, []):
+            consts = tuple(v for v in g.external if v != held)
+            outs = [elements[node].out for node in g.outputs]
+            if (n % TAIL_COLUMNS or g.numel != m * n
+                    or not all(_scalar_file_constant(graph, v) for v in consts)
+                    or not all(storage_of(graph.values[v]) in PACKED for v in outs)
+                    or not _read_within(graph, uses, held, [pp.root, *g.nodes])
+                    or 5 + bool(consts) + len(outs) > MAX_BINDINGS):  # xa xb w percol p
+                continue
+            paired[root] = PairedLinears(pp.first, pp.second, Tail(g, consts))
+            taken.update(g.nodes)
+            break
+    return taken
+
+
 def _shared_operands(L, pairs, label: str) -> tuple[list[int], list]:
     """The bindings every shared dispatch starts with (x of each pass, the pairs' W rows
     back to back, their sums then their scales) and its params' pass words (input scale and
@@ -324,7 +386,7 @@ def _shared_operands(L, pairs, label: str) -> tuple[list[int], list]:
 
 
 def _shared_dispatch(L, pairs, bufs: list[int], label: str, *, epilogue=None,
-                     segments=None) -> None:
+                     segments=None, tail=None) -> None:
     """The shared dispatch of `pairs`: joined (`segments`: their columns one after another)
     or paired (no segments: the same columns of both), in the decode kernel the features
     ask for."""
@@ -338,12 +400,15 @@ def _shared_dispatch(L, pairs, bufs: list[int], label: str, *, epilogue=None,
                                      segments=segments)
     else:
         v = DECODE_VARIANTS[variant]
+        fdot = first.k % 16 == 0 and use_f32_dot(L.features)
         groups, row = L.grid(-(-n // (v["cols"] // 2 if paired else v["cols"])),
                              v["workgroup"])
         kern = L.kernel("fused/linear_q8_dual", m=first.m, n=n, k=first.k, kw=first.k // 4,
-                        dot4=use_dot4(L.features), vec4=first.k % 16 == 0,
+                        dot4=use_dot4(L.features) and not fdot, vec4=first.k % 16 == 0,
+                        fdot=fdot,
                         has_bias=False, bias_a=False, bias_b=False, add=first.add_element,
-                        epilogue=epilogue, row=row, segments=segments, paired=paired, **v)
+                        epilogue=epilogue, row=row, segments=segments, paired=paired,
+                        tail=tail, **v)
     cost = {"bytes_read": 0, "macs": 0}
     for pair in pairs:
         for key, value in linear_cost(pair.m, pair.n, pair.k, 2, 1, 2).items():
@@ -360,11 +425,39 @@ def lower_paired_linears(L, pp: PairedLinears) -> None:
     bufs, params = _shared_operands(L, pairs, f"paired{pp.second.add}")
     chain = {**pp.first.epilogue, **pp.second.epilogue}
     sums = {L.graph.chain[p.add].args[3]: name for p, name in zip(pairs, ("y", "y2"))}
-    epilogue, code = _epilogue_spec(L, chain, [], sums, pp.second.m * pp.second.n,
-                                    len(params))
-    bufs += [L.params(*params, *code["words"]), L.buf(chain[pp.root].out)]
-    _shared_dispatch(L, pairs, bufs, f"fused:linear_q8+linear_q8+add:paired+{epilogue['ops']}",
-                     epilogue=epilogue)
+    numel = pp.second.m * pp.second.n
+    epilogue, code = _epilogue_spec(L, chain, [], sums, numel, len(params))
+    label = f"fused:linear_q8+linear_q8+add:paired+{epilogue['ops']}"
+    words = [*params, *code["words"]]
+    if pp.tail is None:
+        bufs += [L.params(*words), L.buf(chain[pp.root].out)]
+        _shared_dispatch(L, pairs, bufs, label, epilogue=epilogue)
+        return
+    g = pp.tail.group
+    source = prepacked(L.graph)
+    const = {v: source.get(v, v) for v in pp.tail.consts}   # the constant each one holds
+    keys = list(dict.fromkeys(_buffer_key(L.graph, c) for c in const.values()))
+    held = {chain[pp.root].out: "hv"}
+    consts = []
+    for v in pp.tail.consts:
+        j = keys.index(_buffer_key(L.graph, const[v]))
+        held[v] = f"kc{j}"
+        if j == len(consts):
+            consts.append({"name": f"kc{j}", "ty": WGSL_TYPE[L.storage(v)], "word": j})
+    elements = {node: _element(L.graph, node) for node in g.chain}
+    tcode = chain_code(L, g.chain, elements, [], held, numel, at=len(words))
+    steps = {node: k for k, node in enumerate(g.chain)}
+    tail = {"steps": tcode["steps"], "zero": tcode["zero"], "consts": consts,
+            "outputs": [steps[node] for node in g.outputs],
+            "ops": "+".join(elements[node].op for node in g.chain)}
+    if consts:
+        first_of = {}
+        for c in const.values():
+            first_of.setdefault(_buffer_key(L.graph, c), c)
+        bufs.append(L.joined_constant([(first_of[k], 4) for k in keys], f"tail{g.at}_consts"))
+    bufs.insert(4, L.params(*words, *tcode["words"]))
+    bufs += [L.buf(elements[node].out) for node in g.outputs]
+    _shared_dispatch(L, pairs, bufs, f"{label}+{tail['ops']}", epilogue=epilogue, tail=tail)
 
 
 def lower_joined_linears(L, group: JoinedLinears) -> None:
@@ -446,10 +539,12 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
         L.dispatch(kern, bufs, groups, label=label, cost=cost)
         return
     v = DECODE_VARIANTS[variant]
+    fdot = pair.k % 16 == 0 and use_f32_dot(L.features)
     groups, row = L.grid(-(-pair.n // v["cols"]), v["workgroup"])
     kern = L.kernel("fused/linear_q8_dual", m=pair.m, n=pair.n, k=pair.k, kw=pair.k // 4,
-                    dot4=use_dot4(L.features), vec4=pair.k % 16 == 0,
+                    dot4=use_dot4(L.features) and not fdot, vec4=pair.k % 16 == 0,
+                    fdot=fdot,
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
                     add=pair.add_element, epilogue=epilogue, row=row, segments=None,
-                    paired=False, **v)
+                    paired=False, tail=None, **v)
     L.dispatch(kern, bufs, groups, label=label, cost=cost)

@@ -16,6 +16,7 @@ from ..kernels.matmul.matmul import F32_GEMM_DIRECT
 from ..kernels.quantized.linear_q8 import (
     DECODE_HINT,
     DOT_HINT,
+    F32_HINT,
     GEMM_HINT,
     decode_hint,
     gemm_hint,
@@ -33,8 +34,11 @@ GPU_KV_CHUNK = 256
 # tower, interleaved), while SwiftShader took 2x d8x16's time with d16x16 (1024x768x768).
 # SwiftShader's dot4I8Packed is slower than unpacking each word once with shifts and taking
 # i32 dots: SmolLM2's decode linears in 0.65x the time (DOT_HINT; lavapipe keeps dot4).
-DRIVER_HINTS = {"llvmpipe": (GEMM_HINT + "d16x16",),
-                "swiftshader": (DOT_HINT + "unpacked",)}
+# On both, the few-row dual kernel's products in f32 (F32_HINT) took SmolLM2's window in
+# 0.96-0.975x the time of their int dot (three runs each of `webpte bench --roofline
+# --variants`, 2026-12-02).
+DRIVER_HINTS = {"llvmpipe": (GEMM_HINT + "d16x16", F32_HINT + "on"),
+                "swiftshader": (DOT_HINT + "unpacked", F32_HINT + "on")}
 
 
 def adapter_hints(adapter_type: str, device: str = "") -> frozenset[str]:

@@ -15,6 +15,7 @@ from ..kernels.render import render
 from ..pte.graph import Graph, OpCall, SymIntValue, TensorValue
 from .fusion import Uses, find_groups, lower_group
 from .fusion_q8 import (
+    attach_tails,
     find_dual_linears,
     lower_dual_linear,
     lower_joined_linears,
@@ -263,6 +264,10 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     # (at q's root); the others plan nothing.
     shared = share_dual_linears(graph, duals, uses, L.features)
     joined, paired, joined_away = shared.joined, shared.paired, shared.away
+    # A packed group reading a paired result alone runs in the paired dispatch (Tail).
+    tails = attach_tails(graph, paired, groups, elements, uses, L.features)
+    groups = {at: g for at, g in groups.items() if at not in tails}
+    deferred |= tails
     reg = registry()
     for node, op in enumerate(graph.chain):
         L.op, L.node = op, node

@@ -34,10 +34,11 @@ from ..common import hinted_variant
 from ..registry import OpUnit
 from .quantize import f32, quantize_params, quantize_reference
 
-__all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT_HINT", "DOT4_FEATURE", "SUBGROUPS_FEATURE",
+__all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT_HINT", "DOT4_FEATURE", "F32_HINT",
+           "SUBGROUPS_FEATURE",
            "SUBGROUPS_IMPLICIT", "GEMM_HINT", "GEMM_VARIANTS",
            "decode_hint", "decode_variant", "gemm_hint", "gemm_variant", "linear_cost",
-           "splitk_kernel", "tiling", "use_dot4", "UNITS"]
+           "splitk_kernel", "tiling", "use_dot4", "use_f32_dot", "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
@@ -91,6 +92,12 @@ GPU_GEMM = "t8x8"
 # (plan/hints.DRIVER_HINTS).
 DOT_HINT = "q8_dot:"
 DOT_VARIANTS = ("dot4", "unpacked")
+# A planner hint: "q8_f32:on" has the few-row dual kernel (linear_q8_dual.wgsl.j2) take its
+# int8 products in f32, exact in chunks whose partial sums stay integers below 2^24, whatever
+# q8_dot says (the other int8 kernels have no f32 path and follow q8_dot). On lavapipe and
+# SwiftShader SmolLM2's window took 0.96-0.975x the time of their dot (plan/hints.py).
+F32_HINT = "q8_f32:"
+F32_VARIANTS = ("off", "on")
 
 
 def use_dot4(features, hinted: bool = True) -> bool:
@@ -102,6 +109,11 @@ def use_dot4(features, hinted: bool = True) -> bool:
     return DOT4_FEATURE in features and (
         not hinted
         or hinted_variant(features, DOT_HINT, DOT_VARIANTS, "dot4", "int8 dot") == "dot4")
+
+
+def use_f32_dot(features) -> bool:
+    """Whether the few-row dual kernel takes its int8 products in f32 (`q8_f32:on`)."""
+    return hinted_variant(features, F32_HINT, F32_VARIANTS, "off", "f32 dot") == "on"
 
 
 def decode_variant(features) -> str:
