@@ -24,6 +24,11 @@ element; they take the bindings left under MAX_BINDINGS, and the chain stops bef
 that would need more, or whose result is packed int8 (one invocation per column cannot
 write whole words).
 
+Tail: the packed group that alone reads a paired dispatch's result (the down projection's
+two-pass quantize of silu(gate) * up) runs in the skinny paired kernel after its chain, on the
+4 columns each invocation holds, so it writes whole int8 words; its scalar constants share one
+buffer (`Tail`, `attach_tails`).
+
 Ordering with the elementwise pass (fusion.py): pairs are found first, and their adds and
 epilogues are withheld from elementwise groups (they break a run); everything else groups
 as before, including the chains that produce the second pass's input.
@@ -356,6 +361,8 @@ def attach_tails(graph: Graph, paired: dict[int, PairedLinears], groups: dict[in
     for root, pp in list(paired.items()):
         held = graph.chain[pp.root].args[-1]
         m, n = pp.second.m, pp.second.n
+        if storage_of(graph.values[held]) != "f32":
+            continue   # the tail takes the result as the f32 it would have stored
         for g in by_input.get(held, []):
             consts = tuple(v for v in g.external if v != held)
             outs = [elements[node].out for node in g.outputs]
@@ -433,31 +440,36 @@ def lower_paired_linears(L, pp: PairedLinears) -> None:
         bufs += [L.params(*words), L.buf(chain[pp.root].out)]
         _shared_dispatch(L, pairs, bufs, label, epilogue=epilogue)
         return
-    g = pp.tail.group
-    source = prepacked(L.graph)
-    const = {v: source.get(v, v) for v in pp.tail.consts}   # the constant each one holds
-    keys = list(dict.fromkeys(_buffer_key(L.graph, c) for c in const.values()))
-    held = {chain[pp.root].out: "hv"}
-    consts = []
-    for v in pp.tail.consts:
-        j = keys.index(_buffer_key(L.graph, const[v]))
-        held[v] = f"kc{j}"
-        if j == len(consts):
-            consts.append({"name": f"kc{j}", "ty": WGSL_TYPE[L.storage(v)], "word": j})
-    elements = {node: _element(L.graph, node) for node in g.chain}
-    tcode = chain_code(L, g.chain, elements, [], held, numel, at=len(words))
-    steps = {node: k for k, node in enumerate(g.chain)}
-    tail = {"steps": tcode["steps"], "zero": tcode["zero"], "consts": consts,
-            "outputs": [steps[node] for node in g.outputs],
-            "ops": "+".join(elements[node].op for node in g.chain)}
-    if consts:
-        first_of = {}
-        for c in const.values():
-            first_of.setdefault(_buffer_key(L.graph, c), c)
-        bufs.append(L.joined_constant([(first_of[k], 4) for k in keys], f"tail{g.at}_consts"))
-    bufs.insert(4, L.params(*words, *tcode["words"]))
-    bufs += [L.buf(elements[node].out) for node in g.outputs]
+    tail, consts, twords = _tail_spec(L, pp.tail, chain[pp.root].out, numel, len(words))
+    bufs.append(L.params(*words, *twords))
+    if consts is not None:
+        bufs.append(consts)
+    bufs += [L.buf(_element(L.graph, node).out) for node in pp.tail.group.outputs]
     _shared_dispatch(L, pairs, bufs, f"{label}+{tail['ops']}", epilogue=epilogue, tail=tail)
+
+
+def _tail_spec(L, tail: Tail, held: int, numel: int, at: int) -> tuple[dict, int | None, list]:
+    """The dual kernel's `tail` parameter for `tail` on the held value `held` (register hv),
+    its runtime words from params word `at`; the buffer of its scalar constants (a word
+    each, equal constants once; None: it reads none) and those words."""
+    g, source = tail.group, prepacked(L.graph)
+    register = {held: "hv"}
+    words_of: dict = {}   # buffer key -> (word, the constant)
+    for v in tail.consts:
+        c = source.get(v, v)
+        word, _ = words_of.setdefault(_buffer_key(L.graph, c), (len(words_of), c))
+        register[v] = f"kc{word}"
+    elements = {node: _element(L.graph, node) for node in g.chain}
+    code = chain_code(L, g.chain, elements, [], register, numel, at=at)
+    step = {node: k for k, node in enumerate(g.chain)}
+    spec = {"steps": code["steps"], "zero": code["zero"],
+            "consts": [{"name": f"kc{j}", "ty": WGSL_TYPE[L.storage(c)], "word": j}
+                       for j, c in words_of.values()],
+            "outputs": [step[node] for node in g.outputs],
+            "ops": "+".join(elements[node].op for node in g.chain)}
+    consts = (L.joined_constant([(c, 4) for _, c in words_of.values()], f"tail{g.at}_consts")
+              if words_of else None)
+    return spec, consts, code["words"]
 
 
 def lower_joined_linears(L, group: JoinedLinears) -> None:
