@@ -12,7 +12,7 @@ import pytest
 
 from webpte.program import plan_method
 from webpte.pte import read_program
-from webpte.web_glue import RangeSource, plan_program
+from webpte.web_glue import RangeSource, autotune_candidates, plan_program
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROGRAMS = sorted(FIXTURES.glob("*.pte"))
@@ -233,3 +233,21 @@ print("page python ok")
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "page python ok" in r.stdout
+
+
+def test_the_page_autotune_measures_the_native_candidates():
+    """web/autotune.js gets its candidates from webpte.autotune: planner hints that plan, per
+    adapter kind, the decode variants the native autotune times."""
+    from webpte.autotune import CANDIDATES
+
+    for kind, want in (("CPU", CANDIDATES["CPU"]), ("GPU", CANDIDATES["GPU"]),
+                       ("DiscreteGPU", CANDIDATES["GPU"])):
+        spec = json.loads(autotune_candidates(kind))["ok"]
+        assert spec["hints"] == [f"q8_decode:{v}" for v in want]
+        assert "linear_q8_dual" in spec["families"] and spec["calls"] >= 1
+    data = (FIXTURES / "decoder_q8_tiny.pte").read_bytes()
+    names = {h: {k["name"].rsplit("_", 1)[0] for k in json.loads(plan_program(
+        data, "forward", ["adapter_type:GPU", h]))["plan"]["kernels"]}
+        for h in json.loads(autotune_candidates("GPU"))["ok"]["hints"]}
+    assert "linear_q8_splitk" in names["q8_decode:splitk"]
+    assert "linear_q8_splitk" not in names["q8_decode:skinny"]   # an explicit hint wins

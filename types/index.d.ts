@@ -7,7 +7,7 @@
  * @param {string | object} [options.plan] a plan made earlier (`Plan.to_json()`, e.g. cached by
  *   the file's sha256): skips Python entirely
  * @param {(event: {stage: string, loaded?: number, total?: number}) => void} [options.onProgress]
- *   stages: fetch, python, plan, upload, compile, ready
+ *   stages: fetch, python, plan, autotune (with `autotune`, when it measures), upload, compile, ready
  * @param {boolean} [options.transfer] move an ArrayBuffer source to the worker instead of
  *   copying it (it is detached here afterwards; saves a copy of a large file)
  * @param {'all' | 'elementwise' | 'none'} [options.fusion] how much the planner fuses:
@@ -17,10 +17,13 @@
  *   Range requests) and check the device's limits before the file is downloaded (default true)
  * @param {Record<string, number> | null} [options.limits] caps on the device's WebGPU limits and
  *   `deviceMemory` (a byte budget), checked by the preflight (see loadModel)
+ * @param {boolean} [options.autotune] time the decode kernel variants of a program with few-row
+ *   int8 linears on this adapter (a few calls each, once: the choice is cached per adapter and
+ *   program) and plan the fastest; `stats.autotune` tells which (null: nothing to tune)
  * @returns {Promise<Program>}
  * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | InputError | WorkerError}
  */
-export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView | Blob, { method, plan, fusion, onProgress, transfer, poison, preflight, limits }?: {
+export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView | Blob, { method, plan, fusion, onProgress, transfer, poison, preflight, limits, autotune }?: {
     method?: string;
     plan?: string | object;
     onProgress?: (event: {
@@ -33,6 +36,7 @@ export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView
     poison?: boolean;
     preflight?: boolean;
     limits?: Record<string, number> | null;
+    autotune?: boolean;
 }): Promise<Program>;
 export { parsePlan } from "./plan.js";
 export { CACHE_NAME } from "./files.js";

@@ -51,16 +51,19 @@ export function planFeatures(): Promise<string[]>;
  * Emits plan, upload, compile (kernels), but not ready.
  * @param {ArrayBuffer} bytes the .pte file
  * `inputShapes` (dims per input) plans a method exported with dynamic shapes for those dims.
+ * `autotune` plans the decode variant measured fastest on this adapter (web/autotune.js) in
+ * place of `plan` (stats.autotune says which, with its times or `cached`).
  * @param {{method?: string, plan?: string | object | null, fusion?: string, poison?: boolean,
- *   inputShapes?: number[][] | null, emit: (e: object) => void}} options
+ *   inputShapes?: number[][] | null, autotune?: boolean, emit: (e: object) => void}} options
  * @returns {Promise<{executor: Executor, positionInput: number[] | null, dynamic: boolean, stats: object}>}
  */
-export function loadExecutor(bytes: ArrayBuffer, { method, plan, fusion, poison, inputShapes, emit }: {
+export function loadExecutor(bytes: ArrayBuffer, { method, plan, fusion, poison, inputShapes, autotune, emit }: {
     method?: string;
     plan?: string | object | null;
     fusion?: string;
     poison?: boolean;
     inputShapes?: number[][] | null;
+    autotune?: boolean;
     emit: (e: object) => void;
 }): Promise<{
     executor: Executor;

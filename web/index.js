@@ -37,7 +37,7 @@ export { listCachedModels, hasModelInCache, deleteModelFromCache } from './cache
  * @param {string | object} [options.plan] a plan made earlier (`Plan.to_json()`, e.g. cached by
  *   the file's sha256): skips Python entirely
  * @param {(event: {stage: string, loaded?: number, total?: number}) => void} [options.onProgress]
- *   stages: fetch, python, plan, upload, compile, ready
+ *   stages: fetch, python, plan, autotune (with `autotune`, when it measures), upload, compile, ready
  * @param {boolean} [options.transfer] move an ArrayBuffer source to the worker instead of
  *   copying it (it is detached here afterwards; saves a copy of a large file)
  * @param {'all' | 'elementwise' | 'none'} [options.fusion] how much the planner fuses:
@@ -47,10 +47,13 @@ export { listCachedModels, hasModelInCache, deleteModelFromCache } from './cache
  *   Range requests) and check the device's limits before the file is downloaded (default true)
  * @param {Record<string, number> | null} [options.limits] caps on the device's WebGPU limits and
  *   `deviceMemory` (a byte budget), checked by the preflight (see loadModel)
+ * @param {boolean} [options.autotune] time the decode kernel variants of a program with few-row
+ *   int8 linears on this adapter (a few calls each, once: the choice is cached per adapter and
+ *   program) and plan the fastest; `stats.autotune` tells which (null: nothing to tune)
  * @returns {Promise<Program>}
  * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | InputError | WorkerError}
  */
-export async function loadProgram(source, { method = 'forward', plan = null, fusion = 'all', onProgress, transfer = false, poison = false, preflight = true, limits = null } = {}) {
+export async function loadProgram(source, { method = 'forward', plan = null, fusion = 'all', onProgress, transfer = false, poison = false, preflight = true, limits = null, autotune = false } = {}) {
   if (source instanceof URL) source = source.href;
   const isBytes = source instanceof ArrayBuffer || ArrayBuffer.isView(source)
     || (typeof Blob !== 'undefined' && source instanceof Blob);
@@ -60,7 +63,7 @@ export async function loadProgram(source, { method = 'forward', plan = null, fus
   const client = runtime();
   if (typeof source === 'string') source = resolveURL(source);
   const moved = transfer && source instanceof ArrayBuffer ? [source] : [];
-  const info = await client.request('load', { source, method, plan, fusion, poison, preflight: !!preflight, limits }, { onEvent: onProgress, transfer: moved });
+  const info = await client.request('load', { source, method, plan, fusion, poison, preflight: !!preflight, limits, autotune: !!autotune }, { onEvent: onProgress, transfer: moved });
   return new Program(client, info);
 }
 

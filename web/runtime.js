@@ -2,6 +2,7 @@
 // one GPUDevice, and loading a method (plan in Python or a given plan -> Executor).
 
 import { lockFileURL, pyodideFiles, wheelURLs } from './assets.js';
+import { tuneDecode } from './autotune.js';
 import { Executor, checkLimits, requestDevice } from './executor.js';
 import { WebpteError, WorkerError, errorFromWire } from './errors.js';
 import { fileBytes, parsePlan } from './plan.js';
@@ -158,7 +159,7 @@ export async function planFeatures() {
     ...(device ? [`adapter_device:${device}`] : []), ...(subgroups ? ['subgroups'] : [])];
 }
 
-async function planInPython(bytes, method, fusion, emit, inputShapes = null) {
+async function planInPython(bytes, method, fusion, emit, inputShapes = null, extra = []) {
   const { glue, boot_ms } = await bootPython(emit);
   emit({ stage: 'plan' });
   const t0 = performance.now();
@@ -166,7 +167,7 @@ async function planInPython(bytes, method, fusion, emit, inputShapes = null) {
   const source = glue.RangeSource(view.byteLength, (start, stop) => view.subarray(start, stop));
   let result;
   try {
-    const args = [source, method, await planFeatures(), fusion];
+    const args = [source, method, [...await planFeatures(), ...extra], fusion];
     if (inputShapes != null) args.push(JSON.stringify(inputShapes));
     result = JSON.parse(glue.plan_program(...args));
   } catch (err) {
@@ -178,18 +179,34 @@ async function planInPython(bytes, method, fusion, emit, inputShapes = null) {
   return { ...result, boot_ms, plan_total_ms: performance.now() - t0 };
 }
 
+/** The decode variant measured fastest here for this program (web/autotune.js), or null. */
+async function autotuned(bytes, method, fusion, emit) {
+  const { glue } = await bootPython(emit);
+  const { kind, device } = await adapter();
+  const spec = callPy(() => glue.autotune_candidates(kind), 'the autotune candidates');
+  return tuneDecode({
+    bytes, method, fusion, device, spec, emit,
+    plan: async (hint) => (await planInPython(bytes, method, fusion, emit, null, [hint])).plan,
+    build: async (parsed) => Executor.create(parsed, bytes, { device: await sharedDevice(parsed.limits) }),
+  });
+}
+
 /**
  * Plan (in Python, unless `plan` is given) and upload one method of a program file.
  * Emits plan, upload, compile (kernels), but not ready.
  * @param {ArrayBuffer} bytes the .pte file
  * `inputShapes` (dims per input) plans a method exported with dynamic shapes for those dims.
+ * `autotune` plans the decode variant measured fastest on this adapter (web/autotune.js) in
+ * place of `plan` (stats.autotune says which, with its times or `cached`).
  * @param {{method?: string, plan?: string | object | null, fusion?: string, poison?: boolean,
- *   inputShapes?: number[][] | null, emit: (e: object) => void}} options
+ *   inputShapes?: number[][] | null, autotune?: boolean, emit: (e: object) => void}} options
  * @returns {Promise<{executor: Executor, positionInput: number[] | null, dynamic: boolean, stats: object}>}
  */
-export async function loadExecutor(bytes, { method = 'forward', plan = null, fusion = 'all', poison = false, inputShapes = null, emit }) {
+export async function loadExecutor(bytes, { method = 'forward', plan = null, fusion = 'all', poison = false, inputShapes = null, autotune = false, emit }) {
   let planned;
-  if (plan == null) planned = await planInPython(bytes, method, fusion, emit, inputShapes);
+  const tuned = autotune && inputShapes == null ? await autotuned(bytes, method, fusion, emit) : null;
+  if (tuned) planned = await planInPython(bytes, method, fusion, emit, null, [tuned.hint]);
+  else if (plan == null) planned = await planInPython(bytes, method, fusion, emit, inputShapes);
   else if (typeof plan === 'object' && 'plan' in plan) planned = { position_input: null, ...plan };
   else planned = { plan, position_input: null };
   const parsed = parsePlan(planned.plan, { fileSize: bytes.byteLength });
@@ -209,7 +226,7 @@ export async function loadExecutor(bytes, { method = 'forward', plan = null, fus
       dispatches: parsed.dispatches.length, kernels: parsed.kernels.length, features: parsed.features,
       python_boot_ms: planned.boot_ms ?? null, plan_ms: planned.plan_ms ?? null,
       plan_total_ms: planned.plan_total_ms ?? null, upload_ms: performance.now() - t1,
-      ...executor.timings,
+      ...executor.timings, autotune: tuned,
     },
   };
 }

@@ -36,8 +36,8 @@ async function fetchBytes(source, emit) {
 const models = modelHandlers();
 
 const handlers = {
-  /** {source, method?, plan?, fusion?, poison?, preflight?, limits?} -> {handle, method, inputs, outputs, stats} */
-  async load({ source, method = 'forward', plan = null, fusion = 'all', poison = false, preflight = true, limits = null }, emit) {
+  /** {source, method?, plan?, fusion?, poison?, preflight?, limits?, autotune?} -> {handle, method, inputs, outputs, stats} */
+  async load({ source, method = 'forward', plan = null, fusion = 'all', poison = false, preflight = true, limits = null, autotune = false }, emit) {
     const t0 = performance.now();
     // A URL's program is planned from its flatbuffer ranges and checked before it is fetched.
     const preflighted = typeof source === 'string' && plan == null && preflight
@@ -48,7 +48,9 @@ const handlers = {
     const reused = takePlan(preflighted, bytes);
     if (reused) emit({ stage: 'plan' });   // planned by the preflight, from the same file's ranges
     const planned = reused && { ...reused, boot_ms: (await bootPython(emit)).boot_ms };
-    const { executor, positionInput, dynamic, stats } = await loadExecutor(bytes, { method, plan: planned || plan, fusion, poison, emit });
+    const { executor, positionInput, dynamic, stats } = await loadExecutor(bytes, {
+      method, plan: planned || plan, fusion, poison, emit, autotune: autotune === true && plan == null,
+    });
     const handle = nextHandle++;
     // A method with dynamic shapes keeps its bytes: calls with other dims are planned for them.
     programs.set(handle, { executor, positionInput, dynamic, bytes: dynamic ? bytes : null, method, fusion, poison, specialized: new Map() });

@@ -32,7 +32,8 @@ from .preflight import plan_needs
 from .program import _position_input, plan_method
 from .pte import read_program
 
-__all__ = ["ChatSession", "RangeSource", "model_manifest", "plan_program", "preflight_program"]
+__all__ = ["ChatSession", "RangeSource", "autotune_candidates", "model_manifest", "plan_program",
+           "preflight_program"]
 
 
 class RangeSource:
@@ -125,6 +126,19 @@ def plan_program(source, method: str = "forward", features=(), fusion: str = "al
             + f',"dynamic":{json.dumps(dynamic)}'
             + f',"bytes_read":{getattr(source, "bytes_read", len(source))}'
             + f',"plan_ms":{plan_ms:.3f}}}')
+
+
+def autotune_candidates(kind: str) -> str:
+    """What the page's autotune (web/autotune.js) measures on an adapter of `kind` ("CPU" or
+    "GPU"), from webpte.autotune: `{"ok": {"hints": [planner hint per candidate], "families":
+    [kernel families that mark a plan worth tuning], "calls": timed calls per candidate,
+    "max_bytes": the largest plan tuned}}`."""
+    from .autotune import CALLS, CANDIDATES, DECODE_FAMILIES, MAX_BYTES
+    from .kernels.quantized.linear_q8 import DECODE_HINT
+
+    return _answer(lambda: {"hints": [DECODE_HINT + v for v in CANDIDATES[
+        "CPU" if str(kind) == "CPU" else "GPU"]], "families": list(DECODE_FAMILIES),
+        "calls": CALLS, "max_bytes": MAX_BYTES})
 
 
 def preflight_program(source, method: str = "forward", features=(), fusion: str = "all") -> str:

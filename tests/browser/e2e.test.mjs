@@ -202,6 +202,48 @@ describe('fusion is the planner\'s choice, the outputs are not', () => {
     // take the portable dot, which it runs faster than its dot4I8Packed (hints.DRIVER_HINTS).
     assert.ok(!out.all.features.includes('packed_4x8_integer_dot_product'), JSON.stringify(out.all.features));
   });
+
+  test('autotune times the decode variants once, caches the choice and keeps the outputs', LONG, async () => {
+    const entry = manifest.fixtures.find((e) => e.name === 'decoder_q8_tiny');
+    const [plain, first, again] = await page.evaluate(async (e) => {
+      const runs = [];
+      for (const autotune of [false, true, true]) {
+        const stages = new Set();
+        const program = await suite.webpte.loadProgram(`/${e.pte}`, {
+          autotune, poison: true, onProgress: (ev) => stages.add(ev.stage),
+        });
+        try {
+          const outputs = [];
+          for (const call of e.calls) {
+            const inputs = await Promise.all(call.inputs.map(suite.tensor));
+            const [logits] = await program.run(inputs.map((t) => t.data));
+            outputs.push(Array.from(new Uint32Array(logits.buffer, logits.byteOffset, logits.length)));
+          }
+          runs.push({ autotune: program.stats.autotune, stages: [...stages], outputs });
+        } finally {
+          await program.dispose();
+        }
+      }
+      return runs;
+    }, entry);
+    assert.equal(plain.autotune, null);
+    assert.ok(!plain.stages.includes('autotune'));
+    // SwiftShader is a CPU adapter: the candidates are py/webpte/autotune.CANDIDATES["CPU"].
+    const hints = ['q8_decode:skinny', 'q8_decode:skinny16', 'q8_decode:skinny8'];
+    assert.equal(first.autotune.cached, false, JSON.stringify(first.autotune));
+    assert.deepEqual(Object.keys(first.autotune.times_ms).sort(), hints);
+    assert.ok(Object.values(first.autotune.times_ms).every((t) => t > 0), JSON.stringify(first.autotune));
+    assert.ok(hints.includes(first.autotune.hint) && first.stages.includes('autotune'));
+    const fastest = Math.min(...Object.values(first.autotune.times_ms));
+    assert.equal(first.autotune.times_ms[first.autotune.hint], fastest);
+    // The second load reads the choice: nothing is timed.
+    assert.equal(again.autotune.cached, true);
+    assert.equal(again.autotune.hint, first.autotune.hint);
+    assert.ok(!again.stages.includes('autotune'), JSON.stringify(again.stages));
+    // Every variant computes the same accumulators and epilogues: the same bytes.
+    assert.deepEqual(first.outputs, plain.outputs, 'autotuned vs default plan, bit for bit');
+    assert.deepEqual(again.outputs, plain.outputs);
+  });
 });
 
 describe('errors surface as typed errors in the page', () => {
