@@ -64,13 +64,15 @@
  *   (e.g. `{maxStorageBufferBindingSize: 2 ** 27}`) and `deviceMemory`, a budget in bytes for a
  *   program's buffers, checked by the preflight (of files to download: cached and local files
  *   are not preflighted)
+ * @param {boolean} [options.autotune] time the decoder's decode kernel variants on this adapter
+ *   once (cached per adapter and program; see loadProgram) and plan the fastest
  * @returns {Promise<Model>}
  * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError | PteFormatError |
  *   UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | WorkerError}
  */
 export function loadModel(source: string | URL | {
     files: File[] | FileList;
-}, { onProgress, verify, cache, fusion, preflight, limits }?: {
+}, { onProgress, verify, cache, fusion, preflight, limits, autotune }?: {
     onProgress?: (event: {
         stage: "fetch" | "verify" | "python" | "plan" | "upload" | "compile" | "ready";
         file?: string;
@@ -85,6 +87,7 @@ export function loadModel(source: string | URL | {
     fusion?: "all" | "elementwise" | "none";
     preflight?: boolean;
     limits?: Record<string, number> | null;
+    autotune?: boolean;
 }): Promise<Model>;
 /**
  * What this browser offers webpte, before any download: `{webgpu, adapter: {vendor,

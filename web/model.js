@@ -81,11 +81,13 @@ import { imagePixels } from './image.js';
  *   (e.g. `{maxStorageBufferBindingSize: 2 ** 27}`) and `deviceMemory`, a budget in bytes for a
  *   program's buffers, checked by the preflight (of files to download: cached and local files
  *   are not preflighted)
+ * @param {boolean} [options.autotune] time the decoder's decode kernel variants on this adapter
+ *   once (cached per adapter and program; see loadProgram) and plan the fastest
  * @returns {Promise<Model>}
  * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError | PteFormatError |
  *   UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | WorkerError}
  */
-export async function loadModel(source, { onProgress, verify = true, cache = true, fusion = 'all', preflight = true, limits = null } = {}) {
+export async function loadModel(source, { onProgress, verify = true, cache = true, fusion = 'all', preflight = true, limits = null, autotune = false } = {}) {
   let content;
   if (source instanceof URL) source = source.href;
   if (typeof source === 'string') {
@@ -101,7 +103,7 @@ export async function loadModel(source, { onProgress, verify = true, cache = tru
     throw new InputError('loadModel takes a base URL string of a model folder or {files: File[] | FileList}');
   }
   const client = runtime();
-  const info = await client.request('loadModel', { ...content, verify: !!verify, cache: !!cache, fusion, preflight: !!preflight, limits }, { onEvent: onProgress });
+  const info = await client.request('loadModel', { ...content, verify: !!verify, cache: !!cache, fusion, preflight: !!preflight, limits, autotune: !!autotune }, { onEvent: onProgress });
   return new Model(client, info);
 }
 

@@ -45,10 +45,11 @@ class WorkerModel {
    * `preflight` (default true): plan the programs from their flatbuffer ranges and check the
    * device (`limits` caps it) before any file is read (web/preflight.js).
    * @param {{base?: string, files?: File[], verify?: boolean, cache?: boolean, fusion?: string,
-   *   preflight?: boolean, limits?: Record<string, number> | null}} source
+   *   preflight?: boolean, limits?: Record<string, number> | null, autotune?: boolean}} source
+   *   `autotune`: the decoder's decode variant measured (web/autotune.js)
    * @param {(e: object) => void} emit
    */
-  static async load({ base, files, verify = true, cache = true, fusion = 'all', preflight = true, limits = null }, emit) {
+  static async load({ base, files, verify = true, cache = true, fusion = 'all', preflight = true, limits = null, autotune = false }, emit) {
     const t0 = performance.now();
     const folder = files ? new LocalFolder(files) : new UrlFolder(base);
     const booting = bootPython(emit);
@@ -74,7 +75,7 @@ class WorkerModel {
         const reused = takePlan(preflighted?.[role], file(role));
         if (reused) emit({ stage: 'plan' });
         const plan = reused && { ...reused, boot_ms: booted.boot_ms };
-        return loadExecutor(file(role), { fusion, emit, plan: plan || null });
+        return loadExecutor(file(role), { fusion, emit, plan: plan || null, autotune: autotune === true && role === 'decoder' });
       };
       m.decoder = await load('decoder');
       if (file('vision')) m.vision = await load('vision');
