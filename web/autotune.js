@@ -71,13 +71,15 @@ export async function tuneDecode({ bytes, method, fusion, device, spec, plan, bu
   const known = await readEntry(key);
   if (known && spec.hints.includes(known.hint)) return { ...known, cached: true };
   const parsed = {};
-  for (const hint of spec.hints) {
-    parsed[hint] = parsePlan(await plan(hint), { fileSize: bytes.byteLength });
-  }
-  const first = parsed[spec.hints[0]];
+  const planned = async (hint) => {
+    parsed[hint] ??= parsePlan(await plan(hint), { fileSize: bytes.byteLength });
+    return parsed[hint];
+  };
+  const first = await planned(spec.hints[0]);
   const tuned = first.kernels.some((k) => spec.families.includes(k.name.replace(/_[^_]*$/, '')));
   const size = first.buffers.reduce((n, b) => n + b.size, 0);
   if (!tuned || size > spec.max_bytes) return null;
+  for (const hint of spec.hints) await planned(hint);
   emit({ stage: 'autotune' });
   const times = {};
   for (const order of [spec.hints, [...spec.hints].reverse()]) {

@@ -179,16 +179,24 @@ async function planInPython(bytes, method, fusion, emit, inputShapes = null, ext
   return { ...result, boot_ms, plan_total_ms: performance.now() - t0 };
 }
 
-/** The decode variant measured fastest here for this program (web/autotune.js), or null. */
+/**
+ * The decode variant measured fastest here for this program (web/autotune.js), or null; with
+ * `planned`, the winner's planner answer when it was planned for the measurement.
+ */
 async function autotuned(bytes, method, fusion, emit) {
   const { glue } = await bootPython(emit);
   const { kind, device } = await adapter();
   const spec = callPy(() => glue.autotune_candidates(kind), 'the autotune candidates');
-  return tuneDecode({
+  const answers = new Map();
+  const tuned = await tuneDecode({
     bytes, method, fusion, device, spec, emit,
-    plan: async (hint) => (await planInPython(bytes, method, fusion, emit, null, [hint])).plan,
+    plan: async (hint) => {
+      answers.set(hint, await planInPython(bytes, method, fusion, emit, null, [hint]));
+      return answers.get(hint).plan;
+    },
     build: async (parsed) => Executor.create(parsed, bytes, { device: await sharedDevice(parsed.limits) }),
   });
+  return tuned && { tuned, planned: answers.get(tuned.hint) ?? null };
 }
 
 /**
@@ -204,8 +212,9 @@ async function autotuned(bytes, method, fusion, emit) {
  */
 export async function loadExecutor(bytes, { method = 'forward', plan = null, fusion = 'all', poison = false, inputShapes = null, autotune = false, emit }) {
   let planned;
-  const tuned = autotune && inputShapes == null ? await autotuned(bytes, method, fusion, emit) : null;
-  if (tuned) planned = await planInPython(bytes, method, fusion, emit, null, [tuned.hint]);
+  const { tuned = null, planned: tunedPlan = null } = autotune && inputShapes == null
+    ? (await autotuned(bytes, method, fusion, emit)) ?? {} : {};
+  if (tuned) planned = tunedPlan ?? await planInPython(bytes, method, fusion, emit, null, [tuned.hint]);
   else if (plan == null) planned = await planInPython(bytes, method, fusion, emit, inputShapes);
   else if (typeof plan === 'object' && 'plan' in plan) planned = { position_input: null, ...plan };
   else planned = { plan, position_input: null };

@@ -205,6 +205,16 @@ describe('fusion is the planner\'s choice, the outputs are not', () => {
 
   test('autotune times the decode variants once, caches the choice and keeps the outputs', LONG, async () => {
     const entry = manifest.fixtures.find((e) => e.name === 'decoder_q8_tiny');
+    const f32 = manifest.fixtures.find((e) => e.name === 'decoder_f32_tiny');
+    const untuned = await page.evaluate(async (url) => {
+      const program = await suite.webpte.loadProgram(url, { autotune: true });
+      try {
+        return program.stats.autotune;
+      } finally {
+        await program.dispose();
+      }
+    }, `/${f32.pte}`);
+    assert.equal(untuned, null, 'an f32 decoder has no int8 decode linears to tune');
     const [plain, first, again] = await page.evaluate(async (e) => {
       const runs = [];
       for (const autotune of [false, true, true]) {
