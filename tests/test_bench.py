@@ -15,9 +15,12 @@ def test_counted_and_bound_work():
     g, _ = _pair_graph(m=4, k=36, n=5, bias=False)
     plan = lower(g, fuse=False)     # two linears (counted) and the add (bound buffers)
     works = [dispatch_work(plan, d) for d in plan.dispatches]
-    assert works[0] == (5 * 36 + 4 * 36 + 4 * 5 * 2, 4 * 5 * 36, True)
+    # One column an invocation: each of the 5 loads all of x.
+    assert works[0] == (5 * 36 + 4 * 36 + 4 * 5 * 2, 4 * 5 * 36, True,
+                        5 * 36 + 5 * 4 * 36 + 4 * 5 * 2)
     add = plan.dispatches[2]
-    assert works[2] == (sum(plan.buffers[b].size for b in set(add.bindings)), 0, False)
+    bound = sum(plan.buffers[b].size for b in set(add.bindings))
+    assert works[2] == (bound, 0, False, bound)
     assert [family(plan, d) for d in plan.dispatches][:2] == ["linear_q8_skinny"] * 2
 
 
@@ -25,7 +28,8 @@ def test_report_floor_is_the_slower_ceiling():
     g, _ = _pair_graph(m=4, k=36, n=5, bias=False)
     plan = lower(g)
     (d,) = plan.dispatches
-    nbytes, macs, _ = dispatch_work(plan, d)
+    nbytes, macs, _, loaded = dispatch_work(plan, d)
+    assert loaded == nbytes   # 5 columns: one invocation of the dual kernel loads x once
     floor = max(nbytes / 2e9, macs / 10e9)
     rep = report(plan, CEILINGS, [2 * floor, 4 * floor, 3 * floor],
                  {"linear_q8_dual": 2 * floor})
@@ -45,6 +49,29 @@ def test_report_floor_is_the_slower_ceiling():
     assert "lavapipe: cpu | p.pte" in text and "time splitk / skinny: 1.0" in text
     assert "skinny fastest call: " in text and "50.0% of floor" in text
     assert "linear_q8_dual" in text
+    serial = nbytes / 2e9 + macs / 10e9
+    assert fam["serial_floor_ms"] == round(1e3 * serial, 2)
+    assert fam["pct_serial_floor"] == round(100 * serial / (2 * floor), 1)
+    assert with_probe["call"]["pct_serial_floor_with_dispatches"] == round(
+        100 * (serial + floor) / (4 * floor), 1)
+
+
+def test_loads_count_each_invocations_x():
+    """The dual decode kernel loads x once per invocation (8 columns each on CPU adapters),
+    the split-K kernel once per workgroup: bytes_loaded counts each load."""
+    from webpte.kernels.quantized.linear_q8 import DECODE_VARIANTS
+
+    m, k, n = 4, 64, 20
+    g, _ = _pair_graph(m=m, k=k, n=n, bias=False)
+    x2 = 2 * m * k                   # both passes' int8 x
+    for variant in ("skinny", "splitk"):
+        plan = lower(g, features=[f"q8_decode:{variant}"])
+        (d,) = plan.dispatches
+        nbytes, macs, counted, loaded = dispatch_work(plan, d)
+        assert counted and macs == 2 * m * n * k and nbytes == n * k + x2 + 8 * n
+        groups = d.workgroups[0] * d.workgroups[1] * d.workgroups[2]
+        loads = -(-n // DECODE_VARIANTS["skinny"]["cols"]) if variant == "skinny" else groups
+        assert loads > 1 and loaded == n * k + loads * x2 + 8 * n, variant
 
 
 def test_probe_templates_render():

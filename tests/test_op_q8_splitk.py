@@ -149,9 +149,13 @@ def test_variant_hint_and_shape():
 def test_linear_cost_is_counted_and_serialised():
     rng = np.random.default_rng(4)
     g, _ = linear_graph(3, 64, linear_operands(rng, 10, 64), 0.02, 0)
+    read = 10 * 64 + 3 * 64 + 4 * 10 * 3
     for hint in (SKINNY, SPLITK):
         (d,) = lower(g, features=[hint]).dispatches
-        assert d.cost == {"bytes_read": 10 * 64 + 3 * 64 + 4 * 10 * 3, "macs": 3 * 10 * 64}
+        # x loaded again by each of the 10 one-column invocations, or each split-K workgroup
+        x_loads = 10 if hint == SKINNY else d.workgroups[0] * d.workgroups[1]
+        assert d.cost == {"bytes_read": read, "macs": 3 * 10 * 64,
+                          "bytes_loaded": read + (x_loads - 1) * 3 * 64}, hint
     g, _ = _pair_graph(m=4, k=36, n=5, bias=False)
     plan = lower(g)
     assert plan.dispatches[0].cost["macs"] == 2 * 4 * 5 * 36

@@ -164,14 +164,17 @@ def format_roofline(results: list[dict]) -> str:
                      f"{c0['read_gbps']} GB/s, int8 {' / '.join(dots)} GMAC/s "
                      f"(floor: {c0['dot']}){dispatch}{load}")
         lines.append(f"  {'variant / family':34} {'n':>5} {'MB':>8} {'GMAC':>7} "
-                     f"{'ms':>8} {'floor ms':>8} {'% floor':>7}")
+                     f"{'ms':>8} {'floor ms':>8} {'% floor':>7} {'loads MB':>8} "
+                     f"{'serial':>8} {'% serial':>8}")
         for v, rep in r["variants"].items():
             rows = [(f"{v} (call)", rep["call"])] + [(f"  {k}", f)
                                                     for k, f in rep["families"].items()]
             for name, f in rows:
                 lines.append(f"  {name:34} {f['dispatches']:>5} {f['mb']:>8} {f['gmac']:>7} "
                              f"{f['time_ms'] if f['time_ms'] is not None else '-':>8} "
-                             f"{f['floor_ms']:>8} {f['pct_floor'] or '-':>7}")
+                             f"{f['floor_ms']:>8} {f['pct_floor'] or '-':>7} "
+                             f"{f.get('loaded_mb', '-'):>8} {f.get('serial_floor_ms', '-'):>8} "
+                             f"{f.get('pct_serial_floor') or '-':>8}")
             if rep["call"].get("pct_floor_best") is not None:
                 lines.append(f"  {v} fastest call: {rep['call']['time_ms_min']} ms, "
                              f"{rep['call']['pct_floor_best']}% of floor")
@@ -179,6 +182,11 @@ def format_roofline(results: list[dict]) -> str:
                 lines.append(f"  {v} floor + {rep['call']['dispatches']} dispatches at "
                              f"{rep['ceilings'][DISPATCH]} us: "
                              f"{rep['call']['pct_floor_with_dispatches']}% of the median call")
+            if rep["call"].get("pct_serial_floor_with_dispatches") is not None:
+                lines.append(f"  {v} serial floor (every lane's loads, then its MACs) + "
+                             f"dispatches: "
+                             f"{rep['call']['pct_serial_floor_with_dispatches']}% of the "
+                             f"median call")
         for v, h in r.get("host_ms", {}).items():
             lines.append(f"  {v} call on the host (median ms): " + ", ".join(
                 f"{k} {ms}" for k, ms in h.items()))

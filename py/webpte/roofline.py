@@ -8,6 +8,12 @@ dispatch's work is what its unit counted (`DispatchSpec.cost`: bytes read, int8 
 uncounted, the bytes of the buffers it binds, state buffers (KV caches) left out since a
 decode step reads only the filled part. Its floor is
 max(bytes / read bandwidth, MACs / dot rate); a call's floor is the sum over dispatches.
+
+A second, serial floor follows how CPU adapters (lavapipe, SwiftShader) run a kernel: every
+lane's loads one after another, the repeated ones too (a decode linear's x is loaded again
+by every invocation: `bytes_loaded` in the cost), then its arithmetic, unoverlapped:
+bytes loaded / read bandwidth + MACs / dot rate. On lavapipe a 4-row dual linear with x
+computed instead of loaded took 0.64-0.70x the time, the share of those loads.
 """
 
 from __future__ import annotations
@@ -116,12 +122,16 @@ def best_ceilings(*measured: dict) -> dict:
     return _overall(out)
 
 
-def dispatch_work(plan: Plan, d: DispatchSpec) -> tuple[int, int, bool]:
-    """(bytes, int8 MACs, counted by its unit) of one dispatch."""
+def dispatch_work(plan: Plan, d: DispatchSpec) -> tuple[int, int, bool, int]:
+    """(bytes, int8 MACs, counted by its unit, bytes loaded by its invocations) of one
+    dispatch; the bytes loaded are the bytes read where the unit counted no more."""
     if d.cost:
-        return int(d.cost.get("bytes_read", 0)), int(d.cost.get("macs", 0)), True
+        nbytes = int(d.cost.get("bytes_read", 0))
+        return nbytes, int(d.cost.get("macs", 0)), True, int(d.cost.get("bytes_loaded",
+                                                                         nbytes))
     bound = {b for b in d.bindings if plan.buffers[b].role != "state"}
-    return sum(plan.buffers[b].size for b in bound), 0, False
+    nbytes = sum(plan.buffers[b].size for b in bound)
+    return nbytes, 0, False, nbytes
 
 
 def family(plan: Plan, d: DispatchSpec) -> str:
@@ -162,21 +172,28 @@ def _floor(nbytes: int, macs: int, ceilings: dict) -> float:
     return max(nbytes / (ceilings["read_gbps"] * 1e9), macs / (ceilings["dot_gmacs"] * 1e9))
 
 
+def _serial_floor(loaded: int, macs: int, ceilings: dict) -> float:
+    return loaded / (ceilings["read_gbps"] * 1e9) + macs / (ceilings["dot_gmacs"] * 1e9)
+
+
 def report(plan: Plan, ceilings: dict, call_times: list[float],
            fam_times: dict[str, float]) -> dict:
     """Per call and per kernel family: time, floor and percent of floor (floor / time; the
     call's median and, as pct_floor_best, its fastest time; families: best of a few)."""
     fams: dict[str, dict] = {}
-    total = {"bytes": 0, "macs": 0, "floor_s": 0.0, "uncounted_bytes": 0}
+    zero = {"bytes": 0, "macs": 0, "floor_s": 0.0, "loaded": 0, "serial_s": 0.0}
+    total = {**zero, "uncounted_bytes": 0}
     for d in plan.dispatches:
-        nbytes, macs, counted = dispatch_work(plan, d)
-        f = fams.setdefault(family(plan, d), {"dispatches": 0, "bytes": 0, "macs": 0,
-                                              "floor_s": 0.0})
+        nbytes, macs, counted, loaded = dispatch_work(plan, d)
+        f = fams.setdefault(family(plan, d), {"dispatches": 0, **zero})
         floor = _floor(nbytes, macs, ceilings)
+        serial = _serial_floor(loaded, macs, ceilings)
         for entry in (f, total):
             entry["bytes"] += nbytes
             entry["macs"] += macs
             entry["floor_s"] += floor
+            entry["loaded"] += loaded
+            entry["serial_s"] += serial
         f["dispatches"] += 1
         if not counted:
             total["uncounted_bytes"] += nbytes
@@ -188,7 +205,11 @@ def report(plan: Plan, ceilings: dict, call_times: list[float],
                       "gmac": round(f["macs"] / 1e9, 3),
                       "time_ms": None if t is None else round(1e3 * t, 2),
                       "floor_ms": round(1e3 * f["floor_s"], 2),
-                      "pct_floor": None if not t else round(100 * f["floor_s"] / t, 1)}
+                      "pct_floor": None if not t else round(100 * f["floor_s"] / t, 1),
+                      "loaded_mb": round(f["loaded"] / 1e6, 2),
+                      "serial_floor_ms": round(1e3 * f["serial_s"], 2),
+                      "pct_serial_floor": None if not t else round(100 * f["serial_s"] / t,
+                                                                   1)}
     return {"ceilings": ceilings,
             "call": {"dispatches": len(plan.dispatches), "mb": round(total["bytes"] / 1e6, 2),
                      "uncounted_mb": round(total["uncounted_bytes"] / 1e6, 2),
@@ -198,16 +219,22 @@ def report(plan: Plan, ceilings: dict, call_times: list[float],
                      "floor_ms": round(1e3 * total["floor_s"], 2),
                      "pct_floor": round(100 * total["floor_s"] / call_s, 1),
                      "pct_floor_best": round(100 * total["floor_s"] / min(call_times), 1),
+                     "loaded_mb": round(total["loaded"] / 1e6, 2),
+                     "serial_floor_ms": round(1e3 * total["serial_s"], 2),
+                     "pct_serial_floor": round(100 * total["serial_s"] / call_s, 1),
                      **_with_dispatches(len(plan.dispatches), total["floor_s"], call_s,
-                                        ceilings)},
+                                        ceilings),
+                     **_with_dispatches(len(plan.dispatches), total["serial_s"], call_s,
+                                        ceilings, "serial_floor")},
             "families": rows}
 
 
-def _with_dispatches(n: int, floor_s: float, call_s: float, ceilings: dict) -> dict:
+def _with_dispatches(n: int, floor_s: float, call_s: float, ceilings: dict,
+                     name: str = "floor") -> dict:
     """The floor with each dispatch's fixed cost added (the dispatch probe's), where measured:
     what a plan of this many dispatches could reach on this adapter."""
     if DISPATCH not in ceilings:
         return {}
     dispatch_s = n * ceilings[DISPATCH] / 1e6
     return {"dispatch_ms": round(1e3 * dispatch_s, 2),
-            "pct_floor_with_dispatches": round(100 * (floor_s + dispatch_s) / call_s, 1)}
+            f"pct_{name}_with_dispatches": round(100 * (floor_s + dispatch_s) / call_s, 1)}

@@ -52,6 +52,7 @@ from ..kernels.quantized.linear_q8 import (
     tiling,
     use_dot4,
     use_f32_dot,
+    workgroup_count,
 )
 from ..kernels.quantized.linear_q8 import NAME as LINEAR
 from ..kernels.quantized.quantize import f32
@@ -405,20 +406,23 @@ def _shared_dispatch(L, pairs, bufs: list[int], label: str, *, epilogue=None,
                                      x_float=False, has_bias=False, biases=[False, False],
                                      add=first.add_element, epilogue=epilogue,
                                      segments=segments)
+        x_loads = workgroup_count(groups)
     else:
         v = DECODE_VARIANTS[variant]
         fdot = first.k % 16 == 0 and use_f32_dot(L.features)
-        groups, row = L.grid(-(-n // (v["cols"] // 2 if paired else v["cols"])),
-                             v["workgroup"])
+        x_loads = -(-n // (v["cols"] // 2 if paired else v["cols"]))  # invocations
+        groups, row = L.grid(x_loads, v["workgroup"])
         kern = L.kernel("fused/linear_q8_dual", m=first.m, n=n, k=first.k, kw=first.k // 4,
                         dot4=use_dot4(L.features) and not fdot, vec4=first.k % 16 == 0,
                         fdot=fdot,
                         has_bias=False, bias_a=False, bias_b=False, add=first.add_element,
                         epilogue=epilogue, row=row, segments=segments, paired=paired,
                         tail=tail, **v)
-    cost = {"bytes_read": 0, "macs": 0}
-    for pair in pairs:
-        for key, value in linear_cost(pair.m, pair.n, pair.k, 2, 1, 2).items():
+    # Every invocation (or split-K workgroup) loads x once for all the pairs' columns it has.
+    cost = {"bytes_read": 0, "macs": 0, "bytes_loaded": 0}
+    for i, pair in enumerate(pairs):
+        for key, value in linear_cost(pair.m, pair.n, pair.k, 2, 1, 2,
+                                      x_loads=0 if i else x_loads).items():
             cost[key] += value
     L.dispatch(kern, bufs, groups, cost=cost, label=label)
 
@@ -528,8 +532,11 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     bufs += [L.params(*params), L.buf(out)]
     if len(bufs) > MAX_BINDINGS:
         raise PlanError(f"dual linear at node {pair.add}: {len(bufs)} bindings")
-    cost = linear_cost(pair.m, pair.n, pair.k, 2, 1, 2 + (bias_buf is not None),
-                       4 * pair.m * pair.n * len(pair.epilogue_inputs))
+    def cost(x_loads: int, w_loads: int = 1) -> dict[str, int]:
+        return linear_cost(pair.m, pair.n, pair.k, 2, 1, 2 + (bias_buf is not None),
+                           4 * pair.m * pair.n * len(pair.epilogue_inputs), x_loads=x_loads,
+                           w_loads=w_loads)
+
     if pair.m > SKINNY_ROWS:
         t = tiling(pair.m, pair.k // 4, gemm_variant(L.features))
         tile_m, tile_n = t["ty"] * t["rm"], t["tx"] * t["rn"]
@@ -541,14 +548,14 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
                         has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
                         add=pair.add_element, epilogue=epilogue, tile_m=tile_m, tile_n=tile_n,
                         zero_word=epilogue["zero_word"] if epilogue else len(params) - 1, **t)
-        L.dispatch(kern, bufs, groups, label=label, cost=cost)
+        L.dispatch(kern, bufs, groups, label=label, cost=cost(groups[0], groups[1]))
         return
     variant = decode_variant(L.features)
     if variant.startswith("splitk"):
         kern, groups = splitk_kernel(L, variant, pair.m, pair.n, pair.k, 2, x_float=False,
                                      has_bias=bias_buf is not None, biases=has_bias,
                                      add=pair.add_element, epilogue=epilogue, segments=None)
-        L.dispatch(kern, bufs, groups, label=label, cost=cost)
+        L.dispatch(kern, bufs, groups, label=label, cost=cost(workgroup_count(groups)))
         return
     v = DECODE_VARIANTS[variant]
     fdot = pair.k % 16 == 0 and use_f32_dot(L.features)
@@ -559,4 +566,4 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
                     add=pair.add_element, epilogue=epilogue, row=row, segments=None,
                     paired=False, tail=None, **v)
-    L.dispatch(kern, bufs, groups, label=label, cost=cost)
+    L.dispatch(kern, bufs, groups, label=label, cost=cost(-(-pair.n // v["cols"])))

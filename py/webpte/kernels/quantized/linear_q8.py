@@ -38,7 +38,7 @@ __all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT_HINT", "DOT4_FEATURE", "F32_HI
            "SUBGROUPS_FEATURE",
            "SUBGROUPS_IMPLICIT", "GEMM_HINT", "GEMM_VARIANTS",
            "decode_hint", "decode_variant", "gemm_hint", "gemm_variant", "linear_cost",
-           "splitk_kernel", "tiling", "use_dot4", "use_f32_dot", "UNITS"]
+           "splitk_kernel", "tiling", "use_dot4", "use_f32_dot", "workgroup_count", "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
@@ -137,11 +137,25 @@ def gemm_hint(adapter_type: str) -> str:
 
 
 def linear_cost(m: int, n: int, k: int, passes: int = 1, x_bytes: int = 1,
-                per_channel: int = 2, extra_bytes: int = 0) -> dict[str, int]:
+                per_channel: int = 2, extra_bytes: int = 0, x_loads: int = 1,
+                w_loads: int = 1) -> dict[str, int]:
     """Work of `passes` linears on one W (DispatchSpec.cost): W, x and per-channel words
-    read once; int8 multiply-adds."""
-    return {"bytes_read": n * k + passes * m * k * x_bytes + 4 * n * per_channel + extra_bytes,
-            "macs": passes * m * n * k}
+    read once (bytes_read); int8 multiply-adds; and the bytes the invocations load between
+    them (bytes_loaded), x loaded `x_loads` times (once for each invocation or workgroup
+    that loads all of it: each output column group) and W `w_loads` times (each row tile).
+    CPU adapters run every load of every lane, the repeated x loads too."""
+    x = passes * m * k * x_bytes
+    rest = 4 * n * per_channel + extra_bytes
+    return {"bytes_read": n * k + x + rest, "macs": passes * m * n * k,
+            "bytes_loaded": w_loads * n * k + x_loads * x + rest}
+
+
+def workgroup_count(groups) -> int:
+    """How many workgroups a dispatch of `groups` (x, y, z) runs."""
+    count = 1
+    for g in groups:
+        count *= int(g)
+    return count
 
 
 def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, paired: bool = False,
@@ -241,9 +255,11 @@ def lower(L, call) -> None:
         kern, groups = splitk_kernel(L, variant, m, n, k, 1, x_float=x_kind == "f32",
                                      has_bias=bias is not None, biases=[bias is not None],
                                      add=None, epilogue=None, segments=None)
+        x_loads, w_loads = workgroup_count(groups), 1
     elif m <= SKINNY_ROWS:
         # A decoder window: one column per invocation, W rows read directly.
         groups, row = L.grid(n, 64)
+        x_loads, w_loads = n, 1
         # Rows of whole vec4<u32> (K % 16 == 0) are read 16 bytes at a time.
         kern = L.kernel("quantized/linear_q8_skinny", workgroup=64, row=row, vec4=k % 16 == 0,
                         **common)
@@ -254,11 +270,13 @@ def lower(L, call) -> None:
         if max(groups) > 65535:
             raise L.unsupported(f"{groups} workgroups exceed 65535 per dimension")
         kern = L.kernel("quantized/linear_q8", tile_m=tile_m, tile_n=tile_n, **common, **t)
+        x_loads, w_loads = groups[0], groups[1]
     # Scales and zero points come from a params buffer: one pipeline per shape.
     params = L.params(f32(s), zp, *(q if x_kind == "f32" else ()))
     vids = [x, w, sums, scales] + ([bias] if bias is not None else [])
     L.dispatch(kern, [L.buf(v) for v in vids] + [params, L.buf(out)], groups,
-               cost=linear_cost(m, n, k, 1, 4 if x_kind == "f32" else 1, len(per_channel)))
+               cost=linear_cost(m, n, k, 1, 4 if x_kind == "f32" else 1, len(per_channel),
+                                x_loads=x_loads, w_loads=w_loads))
 
 
 def linear_q8_reference(xq: np.ndarray, w: np.ndarray, sums: np.ndarray, scales: np.ndarray,
