@@ -239,11 +239,14 @@ def test_the_page_autotune_measures_the_native_candidates():
     """web/autotune.js gets its candidates from webpte.autotune: planner hints that plan, per
     adapter kind, the decode variants the native autotune times."""
     from webpte.autotune import CANDIDATES
+    from webpte.plan.hints import variant_features
 
+    assert "q8_decode:skinny+q8_f32:off" in json.loads(autotune_candidates("CPU"))["ok"]["hints"]
     for kind, want in (("CPU", CANDIDATES["CPU"]), ("GPU", CANDIDATES["GPU"]),
                        ("DiscreteGPU", CANDIDATES["GPU"])):
         spec = json.loads(autotune_candidates(kind))["ok"]
-        assert spec["hints"] == [f"q8_decode:{v}" for v in want]
+        assert spec["hints"] == ["+".join(sorted(variant_features((), v))) for v in want]
+        assert all(h.split("+")[0].startswith("q8_decode:") for h in spec["hints"])
         assert "linear_q8_dual" in spec["families"] and spec["calls"] >= 1
     data = (FIXTURES / "decoder_q8_tiny.pte").read_bytes()
     names = {h: {k["name"].rsplit("_", 1)[0] for k in json.loads(plan_program(

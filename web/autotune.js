@@ -56,12 +56,12 @@ async function timeCalls(executor, calls) {
 }
 
 /**
- * The planner hint of the fastest decode variant for this program on this adapter, or null
+ * The planner hints ("+"-joined) of the fastest decode variant for this program on this adapter, or null
  * when the program has no few-row int8 linears or is too large to upload once per candidate.
  * @param {{bytes: ArrayBuffer, method: string, fusion: string, device: string,
  *   spec: {hints: string[], families: string[], calls: number, max_bytes: number},
  *   plan: (hint: string) => Promise<object>, build: (parsed: object) => Promise<object>,
- *   emit: (e: object) => void}} args `plan` plans the program with one more hint (the plan
+ *   emit: (e: object) => void}} args `plan` plans the program with these hints more (the plan
  *   JSON), `build` makes an executor of a parsed plan
  * @returns {Promise<{hint: string, times_ms: Record<string, number>, calls: number,
  *   measured: string, cached: boolean} | null>}
@@ -79,10 +79,17 @@ export async function tuneDecode({ bytes, method, fusion, device, spec, plan, bu
   const tuned = first.kernels.some((k) => spec.families.includes(k.name.replace(/_[^_]*$/, '')));
   const size = first.buffers.reduce((n, b) => n + b.size, 0);
   if (!tuned || size > spec.max_bytes) return null;
-  for (const hint of spec.hints) await planned(hint);
+  // A candidate planning the same kernels as an earlier one (names hold the source's hash)
+  // is timed once, under the earlier one's hint.
+  const seen = new Set();
+  const hints = [];
+  for (const hint of spec.hints) {
+    const names = (await planned(hint)).kernels.map((k) => k.name).join(' ');
+    if (!seen.has(names)) { seen.add(names); hints.push(hint); }
+  }
   emit({ stage: 'autotune' });
   const times = {};
-  for (const order of [spec.hints, [...spec.hints].reverse()]) {
+  for (const order of [hints, [...hints].reverse()]) {
     for (const hint of order) {
       const executor = await build(parsed[hint]);
       try {
@@ -92,10 +99,10 @@ export async function tuneDecode({ bytes, method, fusion, device, spec, plan, bu
       }
     }
   }
-  const hint = spec.hints.reduce((best, h) => (times[h] < times[best] ? h : best));
+  const hint = hints.reduce((best, h) => (times[h] < times[best] ? h : best));
   const entry = {
     hint, calls: spec.calls, measured: new Date().toISOString(),
-    times_ms: Object.fromEntries(spec.hints.map((h) => [h, Math.round(times[h] * 1e3) / 1e3])),
+    times_ms: Object.fromEntries(hints.map((h) => [h, Math.round(times[h] * 1e3) / 1e3])),
   };
   await writeEntry(key, entry);
   return { ...entry, cached: false };

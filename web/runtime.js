@@ -191,7 +191,7 @@ async function autotuned(bytes, method, fusion, emit) {
   const tuned = await tuneDecode({
     bytes, method, fusion, device, spec, emit,
     plan: async (hint) => {
-      answers.set(hint, await planInPython(bytes, method, fusion, emit, null, [hint]));
+      answers.set(hint, await planInPython(bytes, method, fusion, emit, null, hint.split('+')));
       return answers.get(hint).plan;
     },
     build: async (parsed) => Executor.create(parsed, bytes, { device: await sharedDevice(parsed.limits) }),

@@ -3,7 +3,8 @@
 The planner's hints (plan/hints.py) pick a decode linear per adapter type from measurements
 on a few adapters; a device it was not measured on may do better with another. With
 `load(..., autotune=True)` (or WEBPTE_AUTOTUNE=1) a program whose plan has few-row int8
-linears is planned once per candidate variant of its adapter type (CANDIDATES), each timed
+linears is planned once per candidate variant of its adapter type (CANDIDATES: decode
+kernels, and on CPU adapters the f32 products on and off), each timed
 over a few calls after a warm one in two rounds, one executor at a time (a candidate's buffers are
 released before the next is made), and the fastest variant's hint is planned. Every variant
 computes the same int32 accumulators and epilogues (tests/test_op_q8_splitk.py), so the
@@ -26,9 +27,12 @@ import statistics
 import time
 from pathlib import Path
 
-from .kernels.quantized.linear_q8 import DECODE_HINT
-
-CANDIDATES = {"CPU": ("skinny", "skinny16", "skinny8"),
+# Variants as `webpte bench --variants` names them (plan.hints.variant_features): a decode
+# kernel, with "+" other hints. On CPU adapters the f32 products (q8_f32) won on one machine's
+# lavapipe (0.96-0.975x the time of dot4) and lost on another's (1.10x), so both are timed;
+# candidates that plan the same kernels as an earlier one (no dual kernel takes the f32 path:
+# K % 16 != 0) are timed once, under the first's name.
+CANDIDATES = {"CPU": ("skinny", "skinny+q8_f32:on", "skinny+q8_f32:off", "skinny8"),
               "GPU": ("splitk", "splitk16", "skinny")}
 DECODE_FAMILIES = ("linear_q8_dual", "linear_q8_skinny", "linear_q8_splitk")
 MAX_BYTES = 2 << 30
@@ -112,16 +116,21 @@ def tuned_features(prog, data, method: str, features, *,
     entry = cache.get(key)
     variant = entry.get("variant") if isinstance(entry, dict) else None
     if variant in CANDIDATES[kind]:   # measured before: no plan is made here
-        return variant_features(features, DECODE_HINT + variant)
+        return variant_features(features, variant)
     base = plan_method(prog, method, features)
     if not _has_decode_linears(base) or base.memory()["total"] > MAX_BYTES:
         return frozenset(features)
-    plans = {}
+    plans, seen = {}, set()
     for v in CANDIDATES[kind]:
         tuned = variant_features(features, v)
-        plans[v] = base if tuned == frozenset(features) else plan_method(prog, method, tuned)
+        plan = base if tuned == frozenset(features) else plan_method(prog, method, tuned)
+        kernels = tuple(k.name for k in plan.kernels)   # names hold the source's hash
+        if kernels not in seen:
+            seen.add(kernels)
+            plans[v] = plan
+    names = list(plans)
     times: dict[str, float] = {}
-    for order in (CANDIDATES[kind], CANDIDATES[kind][::-1]):
+    for order in (names, names[::-1]):
         for v in order:
             times[v] = min(times.get(v, float("inf")), _time(plans[v], data, calls))
     variant = min(times, key=times.get)
@@ -129,4 +138,4 @@ def tuned_features(prog, data, method: str, features, *,
                   "times_ms": {v: round(1e3 * t, 3) for v, t in times.items()},
                   "measured": time.strftime("%Y-%m-%dT%H:%M:%S")}
     _write_cache(path, cache)
-    return variant_features(features, DECODE_HINT + variant)
+    return variant_features(features, variant)

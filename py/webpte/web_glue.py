@@ -130,15 +130,17 @@ def plan_program(source, method: str = "forward", features=(), fusion: str = "al
 
 def autotune_candidates(kind: str) -> str:
     """What the page's autotune (web/autotune.js) measures on an adapter of `kind` ("CPU" or
-    "GPU"), from webpte.autotune: `{"ok": {"hints": [planner hint per candidate], "families":
+    "GPU"), from webpte.autotune: `{"ok": {"hints": [planner hints per candidate, joined by
+    "+"], "families":
     [kernel families that mark a plan worth tuning], "calls": timed calls per candidate,
     "max_bytes": the largest plan tuned}}`."""
     from .autotune import CALLS, CANDIDATES, DECODE_FAMILIES, MAX_BYTES
-    from .kernels.quantized.linear_q8 import DECODE_HINT
+    from .plan.hints import variant_features
 
-    return _answer(lambda: {"hints": [DECODE_HINT + v for v in CANDIDATES[
-        "CPU" if str(kind) == "CPU" else "GPU"]], "families": list(DECODE_FAMILIES),
-        "calls": CALLS, "max_bytes": MAX_BYTES})
+    return _answer(lambda: {"hints": ["+".join(sorted(variant_features((), v))) for v in
+                                      CANDIDATES["CPU" if str(kind) == "CPU" else "GPU"]],
+                            "families": list(DECODE_FAMILIES), "calls": CALLS,
+                            "max_bytes": MAX_BYTES})
 
 
 def preflight_program(source, method: str = "forward", features=(), fusion: str = "all") -> str:
