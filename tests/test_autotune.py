@@ -45,7 +45,7 @@ def test_measured_once_then_read_from_the_cache(gpu, cache, monkeypatch):
     kind = "CPU" if adapter_info().get("adapter_type") == "CPU" else "GPU"
     assert entry["variant"] in autotune.CANDIDATES[kind]
     # Each distinct plan timed in both rounds; a candidate planning an earlier one's kernels
-    # is not timed (on lavapipe "skinny+q8_f32:on" is "skinny": the driver's own hint).
+    # is not timed (on lavapipe "skinny+q8_f32:off" is "skinny": the driver's default).
     plain = load(DECODER, autotune=False)
     distinct = {}
     for v in autotune.CANDIDATES[kind]:

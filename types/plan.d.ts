@@ -9,6 +9,39 @@ export function parsePlan(planOrJson: string | object, { fileSize }?: {
     fileSize?: number;
 }): object;
 /**
+ * Why an init's `interleave` cannot regroup `sourceBytes` bytes of file parts, or null
+ * (py/webpte/plan/interleave.py check).
+ * @param {any} spec
+ * @param {number} sourceBytes
+ * @returns {string | null}
+ */
+export function interleaveProblem(spec: any, sourceBytes: number): string | null;
+/**
+ * Bytes of a regrouped buffer.
+ * @param {{row_bytes: number, rows: number, segments: number, group: number}} spec
+ * @returns {number}
+ */
+export function interleavedBytes(spec: {
+    row_bytes: number;
+    rows: number;
+    segments: number;
+    group: number;
+}): number;
+/**
+ * W rows regrouped for the few-row int8 kernel (py/webpte/plan/interleave.py): for each
+ * group of `group` rows (the last one's missing rows repeat the last row), for each 16-byte
+ * block, that block of the group's rows of each segment in turn.
+ * @param {Uint8Array} src the file parts back to back: segments x rows x row_bytes
+ * @param {{row_bytes: number, rows: number, segments: number, group: number}} spec
+ * @returns {Uint8Array}
+ */
+export function interleaveRows(src: Uint8Array, spec: {
+    row_bytes: number;
+    rows: number;
+    segments: number;
+    group: number;
+}): Uint8Array;
+/**
  * Bytes of the program file a buffer's init uploads (0 for zeros and words).
  * @param {{kind: string, nbytes?: number, parts?: {offset: number, nbytes: number}[]} | null | undefined} init
  * @returns {number}

@@ -10,7 +10,9 @@ import {
   AdapterError, AdapterLimitsError, DeviceLostError, DisposedError, NoWebGPUError, PlanError,
   InputError,
 } from './errors.js';
-import { describeIO, fileBytes, fromStorage, parsePlan, storageBytes, toStorage } from './plan.js';
+import {
+  describeIO, fileBytes, fromStorage, interleaveRows, parsePlan, storageBytes, toStorage,
+} from './plan.js';
 
 // Limits a plan may ask for beyond WebGPU's defaults (py/webpte/native/device.py REQUESTABLE).
 const REQUESTABLE = ['maxBufferSize', 'maxStorageBufferBindingSize', 'maxStorageBuffersPerShaderStage'];
@@ -308,6 +310,7 @@ export class Executor {
         src.set(bytes.subarray(p.offset, p.offset + p.nbytes), at);
         at += p.nbytes;
       }
+      if (init.interleave !== undefined) src = interleaveRows(src, init.interleave);
     } else {
       src = bytes.subarray(init.offset, init.offset + init.nbytes);
     }

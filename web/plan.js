@@ -107,7 +107,12 @@ function checkInit(b, i, fileSize) {
     if (!Array.isArray(parts) || !parts.length || !parts.every((p) => p && isInt(p.offset) && isInt(p.nbytes))) fail(`buffer ${i} file parts`);
     const end = Math.max(...parts.map((p) => p.offset + p.nbytes));
     if (fileSize !== undefined && end > fileSize) fail(`buffer ${i} reads bytes up to ${end} of a ${fileSize}-byte file`);
-    const need = fileBytes(init);
+    let need = fileBytes(init);
+    if (init.interleave !== undefined) {
+      const why = interleaveProblem(init.interleave, need);
+      if (why) fail(`buffer ${i} ${why}`);
+      need = interleavedBytes(init.interleave);
+    }
     if (need > b.size) fail(`buffer ${i} holds ${b.size} bytes, its file parts are ${need}`);
     return;
   }
@@ -120,6 +125,69 @@ function checkInit(b, i, fileSize) {
   if (convert !== null && convert !== 'u8_to_u32') fail(`buffer ${i} convert ${JSON.stringify(convert)}`);
   const bytes = convert === 'u8_to_u32' ? init.nbytes * 4 : init.nbytes;
   if (bytes > b.size) fail(`buffer ${i} holds ${b.size} bytes, its file content is ${bytes}`);
+}
+
+const INTERLEAVE_KEYS = ['row_bytes', 'rows', 'segments', 'group'];
+const BLOCK = 16; // bytes: one vec4<u32> word
+
+/**
+ * Why an init's `interleave` cannot regroup `sourceBytes` bytes of file parts, or null
+ * (py/webpte/plan/interleave.py check).
+ * @param {any} spec
+ * @param {number} sourceBytes
+ * @returns {string | null}
+ */
+export function interleaveProblem(spec, sourceBytes) {
+  if (!spec || typeof spec !== 'object' || Array.isArray(spec)
+      || Object.keys(spec).sort().join() !== [...INTERLEAVE_KEYS].sort().join()) {
+    return `interleave needs exactly ${INTERLEAVE_KEYS.join(', ')}`;
+  }
+  if (!INTERLEAVE_KEYS.every((k) => isInt(spec[k]) && spec[k] > 0)) return 'interleave sizes must be positive integers';
+  if (spec.group > spec.rows) return `interleave group ${spec.group} exceeds its ${spec.rows} rows`;
+  if (spec.row_bytes % BLOCK) return `interleave row_bytes ${spec.row_bytes} is not a multiple of ${BLOCK}`;
+  if (spec.segments * spec.rows * spec.row_bytes !== sourceBytes) {
+    return `interleave of ${spec.segments} x ${spec.rows} rows of ${spec.row_bytes} bytes, the parts hold ${sourceBytes}`;
+  }
+  return null;
+}
+
+/**
+ * Bytes of a regrouped buffer.
+ * @param {{row_bytes: number, rows: number, segments: number, group: number}} spec
+ * @returns {number}
+ */
+export function interleavedBytes(spec) {
+  return Math.ceil(spec.rows / spec.group) * spec.segments * spec.group * spec.row_bytes;
+}
+
+/**
+ * W rows regrouped for the few-row int8 kernel (py/webpte/plan/interleave.py): for each
+ * group of `group` rows (the last one's missing rows repeat the last row), for each 16-byte
+ * block, that block of the group's rows of each segment in turn.
+ * @param {Uint8Array} src the file parts back to back: segments x rows x row_bytes
+ * @param {{row_bytes: number, rows: number, segments: number, group: number}} spec
+ * @returns {Uint8Array}
+ */
+export function interleaveRows(src, spec) {
+  const why = interleaveProblem(spec, src.byteLength);
+  if (why) throw new PlanError(why);
+  const { row_bytes: k, rows: n, segments: s, group: g } = spec;
+  const out = new Uint8Array(interleavedBytes(spec));
+  const blocks = k / BLOCK;
+  let at = 0;
+  for (let grp = 0; grp * g < n; grp++) {
+    for (let blk = 0; blk < blocks; blk++) {
+      for (let seg = 0; seg < s; seg++) {
+        for (let r = 0; r < g; r++) {
+          const row = Math.min(grp * g + r, n - 1);
+          const from = (seg * n + row) * k + blk * BLOCK;
+          out.set(src.subarray(from, from + BLOCK), at);
+          at += BLOCK;
+        }
+      }
+    }
+  }
+  return out;
 }
 
 /**

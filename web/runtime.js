@@ -214,7 +214,7 @@ export async function loadExecutor(bytes, { method = 'forward', plan = null, fus
   let planned;
   const { tuned = null, planned: tunedPlan = null } = autotune && inputShapes == null
     ? (await autotuned(bytes, method, fusion, emit)) ?? {} : {};
-  if (tuned) planned = tunedPlan ?? await planInPython(bytes, method, fusion, emit, null, [tuned.hint]);
+  if (tuned) planned = tunedPlan ?? await planInPython(bytes, method, fusion, emit, null, tuned.hint.split('+'));
   else if (plan == null) planned = await planInPython(bytes, method, fusion, emit, inputShapes);
   else if (typeof plan === 'object' && 'plan' in plan) planned = { position_input: null, ...plan };
   else planned = { plan, position_input: null };

@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 # Variants as `webpte bench --variants` names them (plan.hints.variant_features): a decode
-# kernel, with "+" other hints. On CPU adapters the f32 products (q8_f32) won on one machine's
-# lavapipe (0.96-0.975x the time of dot4) and lost on another's (1.10x), so both are timed;
+# kernel, with "+" other hints. On CPU adapters the f32 products (q8_f32) won on one machine
+# (0.96-0.975x the time of the int dot) and lost on another (1.10-1.15x), so both are timed;
 # candidates that plan the same kernels as an earlier one (no dual kernel takes the f32 path:
 # K % 16 != 0) are timed once, under the first's name.
 CANDIDATES = {"CPU": ("skinny", "skinny+q8_f32:on", "skinny+q8_f32:off", "skinny8"),

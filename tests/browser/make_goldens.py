@@ -125,10 +125,13 @@ SYNTHETIC = {"add_constant_f32": _add_with_constant, "linear_bias_f32": _linear,
              "bmm_f32": _bmm_two_inputs, "mul_int32": _int32_mul}
 # Planned with kernel variants the page's own plans of these graphs would not pick (a
 # software adapter plans for CPUs): the split-K decode linear, its partial sums added with
-# subgroupAdd (WGSL `enable subgroups;`), exact integers compared exactly.
+# subgroupAdd (WGSL `enable subgroups;`), exact integers compared exactly; the per-column
+# kernel reading W regrouped at load (lavapipe's `q8_w:interleaved`: the page's own
+# regrouping of the file bytes, web/plan.js interleaveRows, 37 rows in groups of 8).
 SYNTHETIC_VARIANTS = {
     "dual_linear_q8_splitk_subgroups": (
         _dual_linear_q8, ["q8_decode:splitk", "subgroups", "packed_4x8_integer_dot_product"]),
+    "dual_linear_q8_interleaved": (_dual_linear_q8, ["q8_decode:skinny", "q8_w:interleaved"]),
 }
 
 

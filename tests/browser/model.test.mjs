@@ -333,7 +333,7 @@ describe('images (the SmolVLM path, with the tiny fixtures)', () => {
     }, { questions: e.questions, maxNewTokens });
     // The decoder's decode variant was measured (or read from an earlier load); the vision
     // program is not tuned. The ids below are the numpy interpreter's whatever it chose.
-    assert.match(out.tuned[0]?.hint ?? '', /^q8_decode:skinny(16|8)?$/, JSON.stringify(out.tuned));
+    assert.match(out.tuned[0]?.hint ?? '', /^q8_decode:skinny8?(\+q8_f32:(on|off))?$/, JSON.stringify(out.tuned));
     assert.equal(out.tuned[1], null);
     assert.equal(out.hasVision, true);
     assert.deepEqual(out.imageSize, [512, 512]);

@@ -1,7 +1,7 @@
 // Plan validation and the host <-> storage conversions (int64 narrowing, packing, padding).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileBytes, fromStorage, parsePlan, toStorage } from '../../web/plan.js';
+import { fileBytes, fromStorage, interleaveRows, parsePlan, toStorage } from '../../web/plan.js';
 import { checkFeatures, checkLimits, limitName, requestDevice } from '../../web/executor.js';
 import { AdapterLimitsError, InputError, PlanError } from '../../web/errors.js';
 
@@ -38,7 +38,28 @@ test('joined constants: file parts back to back, counted as file bytes', () => {
   assert.equal(fileBytes(plan.buffers[0].init), 0);
 });
 
+test('regrouped file parts: their size is the regrouped one, the rows in their order', () => {
+  const plan = addPlan();
+  // 3 rows of 16 bytes in groups of 2: 4 rows' room (the last row twice)
+  plan.buffers[1].init = { kind: 'file_parts', parts: [{ offset: 0, nbytes: 48 }], interleave: { row_bytes: 16, rows: 3, segments: 1, group: 2 } };
+  plan.buffers[1].size = 64;
+  assert.equal(parsePlan(plan, { fileSize: 48 }), plan);
+  plan.buffers[1].size = 48;
+  assert.throws(() => parsePlan(plan), /file parts are 64/);
+  const src = Uint8Array.from({ length: 48 }, (_, i) => i);
+  const out = interleaveRows(src, plan.buffers[1].init.interleave);
+  assert.deepEqual([out[0], out[16], out[32], out[48], out.length], [0, 16, 32, 32, 64]);
+  assert.throws(() => interleaveRows(src.subarray(0, 32), plan.buffers[1].init.interleave), PlanError);
+});
+
+const ILV = (spec) => (p) => { p.buffers[1].init = { kind: 'file_parts', parts: [{ offset: 0, nbytes: 32 }], interleave: spec }; p.buffers[1].size = 64; };
+
 const BREAKS = [
+  ['interleave keys', ILV({ row_bytes: 16, rows: 2, segments: 1 }), /needs exactly/],
+  ['interleave sizes', ILV({ row_bytes: 16, rows: 2, segments: 1, group: -1 }), /positive integers/],
+  ['interleave group', ILV({ row_bytes: 16, rows: 2, segments: 1, group: 2 ** 40 }), /exceeds its 2 rows/],
+  ['interleave rows', ILV({ row_bytes: 12, rows: 2, segments: 1, group: 2 }), /multiple of 16/],
+  ['interleave bytes', ILV({ row_bytes: 16, rows: 3, segments: 1, group: 2 }), /the parts hold 32/],
   ['file parts past the end', (p) => { p.buffers[1].init = { kind: 'file_parts', parts: [{ offset: 40, nbytes: 8 }] }; }, /up to 48 of a 44-byte file/],
   ['file parts larger than the buffer', (p) => { p.buffers[1].init = { kind: 'file_parts', parts: [{ offset: 0, nbytes: 20 }, { offset: 20, nbytes: 20 }] }; }, /file parts are 40/],
   ['empty file parts', (p) => { p.buffers[1].init = { kind: 'file_parts', parts: [] }; }, /file parts/],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError, PlanError
+from ..plan.interleave import interleave
 from ..plan.model import IOSpec, Plan
 from .device import check_features, get_device
 
@@ -130,6 +131,8 @@ class Executor:
                 raise PlanError(f"buffer {b.label} needs file bytes; load with the program data")
             parts = init["parts"] if init["kind"] == "file_parts" else [init]
             raw = b"".join(bytes(data[p["offset"]: p["offset"] + p["nbytes"]]) for p in parts)
+            if init.get("interleave") is not None:
+                raw = interleave(raw, init["interleave"])
             if init.get("convert") == "u8_to_u32":
                 raw = np.frombuffer(raw, np.uint8).astype(np.uint32).tobytes()
             if len(raw) < b.size:

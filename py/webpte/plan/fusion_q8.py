@@ -52,6 +52,7 @@ from ..kernels.quantized.linear_q8 import (
     tiling,
     use_dot4,
     use_f32_dot,
+    use_interleaved_w,
     workgroup_count,
 )
 from ..kernels.quantized.linear_q8 import NAME as LINEAR
@@ -379,13 +380,28 @@ def attach_tails(graph: Graph, paired: dict[int, PairedLinears], groups: dict[in
     return taken
 
 
-def _shared_operands(L, pairs, label: str) -> tuple[list[int], list]:
+def _interleave(L, n: int, k: int, segments: int, paired: bool) -> dict | None:
+    """The W regrouping (plan/interleave.py) of the skinny dual kernel for these features
+    (`q8_w:interleaved`, vec4 rows), or None: row-major W."""
+    variant = decode_variant(L.features)
+    if variant.startswith("splitk") or k % 16 or not use_interleaved_w(L.features):
+        return None
+    group = DECODE_VARIANTS[variant]["cols"] // (2 if paired else 1)
+    if n < group:   # one invocation's rows: nothing to regroup
+        return None
+    return {"row_bytes": k, "rows": n, "segments": segments, "group": group}
+
+
+def _shared_operands(L, pairs, label: str, paired: bool) -> tuple[list[int], list]:
     """The bindings every shared dispatch starts with (x of each pass, the pairs' W rows
     back to back, their sums then their scales) and its params' pass words (input scale and
     zero point of each pass of each pair)."""
     calls = [[L.graph.chain[n] for n in p.linears] for p in pairs]
+    first = pairs[0]
+    ilv = (_interleave(L, first.n, first.k, 2, True) if paired else
+           _interleave(L, sum(p.n for p in pairs), first.k, 1, False))
     w = L.joined_constant([(c[0].args[3], p.n * p.k) for c, p in zip(calls, pairs)],
-                          f"{label}_w")
+                          f"{label}_w", ilv)
     percol = L.joined_constant([(c[0].args[i], 4 * p.n) for i in (4, 5)
                                 for c, p in zip(calls, pairs)], f"{label}_percol")
     params = [word for cs in calls for c in cs
@@ -417,7 +433,9 @@ def _shared_dispatch(L, pairs, bufs: list[int], label: str, *, epilogue=None,
                         fdot=fdot,
                         has_bias=False, bias_a=False, bias_b=False, add=first.add_element,
                         epilogue=epilogue, row=row, segments=segments, paired=paired,
-                        tail=tail, **v)
+                        tail=tail, ilv=_interleave(L, first.n if paired else n, first.k,
+                                                   2 if paired else 1, paired) is not None,
+                        **v)
     # Every invocation (or split-K workgroup) loads x once for all the pairs' columns it has.
     cost = {"bytes_read": 0, "macs": 0, "bytes_loaded": 0}
     for i, pair in enumerate(pairs):
@@ -433,7 +451,7 @@ def lower_paired_linears(L, pp: PairedLinears) -> None:
     its dequantization and the chains exactly as the two pairs' own dispatches have them
     (bit-identical)."""
     pairs = (pp.first, pp.second)
-    bufs, params = _shared_operands(L, pairs, f"paired{pp.second.add}")
+    bufs, params = _shared_operands(L, pairs, f"paired{pp.second.add}", True)
     chain = {**pp.first.epilogue, **pp.second.epilogue}
     sums = {L.graph.chain[p.add].args[3]: name for p, name in zip(pairs, ("y", "y2"))}
     numel = pp.second.m * pp.second.n
@@ -479,7 +497,7 @@ def _tail_spec(L, tail: Tail, held: int, numel: int, at: int) -> tuple[dict, int
 def lower_joined_linears(L, group: JoinedLinears) -> None:
     """One decode dispatch for the group: each column's accumulators and dequantization
     exactly as its own pair's dual kernel has them (bit-identical outputs)."""
-    bufs, params = _shared_operands(L, group.pairs, f"joined{group.pairs[0].add}")
+    bufs, params = _shared_operands(L, group.pairs, f"joined{group.pairs[0].add}", False)
     segments, start = [], 0
     for pair in group.pairs:
         segments.append({"start": start, "n": pair.n})
@@ -512,7 +530,10 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
     bias_ids = [c.args[6] for c in calls]
     has_bias = [L.graph.values[v] is not None for v in bias_ids]
     bias_buf = next((L.buf(v) for v, h in zip(bias_ids, has_bias) if h), None)
-    bufs = [L.buf(xs[0]), L.buf(xs[1]), L.buf(ws[0]), L.buf(sums[0]), L.buf(scales[0])]
+    ilv = None if pair.m > SKINNY_ROWS else _interleave(L, pair.n, pair.k, 1, False)
+    w = (L.joined_constant([(ws[0], pair.n * pair.k)], f"dual{pair.add}_w", ilv) if ilv
+         else L.buf(ws[0]))
+    bufs = [L.buf(xs[0]), L.buf(xs[1]), w, L.buf(sums[0]), L.buf(scales[0])]
     if bias_buf is not None:
         bufs.append(bias_buf)
     params = []
@@ -565,5 +586,5 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
                     fdot=fdot,
                     has_bias=bias_buf is not None, bias_a=has_bias[0], bias_b=has_bias[1],
                     add=pair.add_element, epilogue=epilogue, row=row, segments=None,
-                    paired=False, tail=None, **v)
+                    paired=False, tail=None, ilv=ilv is not None, **v)
     L.dispatch(kern, bufs, groups, label=label, cost=cost(-(-pair.n // v["cols"])))

@@ -16,8 +16,8 @@ from ..kernels.matmul.matmul import F32_GEMM_DIRECT
 from ..kernels.quantized.linear_q8 import (
     DECODE_HINT,
     DOT_HINT,
-    F32_HINT,
     GEMM_HINT,
+    W_HINT,
     decode_hint,
     gemm_hint,
 )
@@ -34,11 +34,14 @@ GPU_KV_CHUNK = 256
 # tower, interleaved), while SwiftShader took 2x d8x16's time with d16x16 (1024x768x768).
 # SwiftShader's dot4I8Packed is slower than unpacking each word once with shifts and taking
 # i32 dots: SmolLM2's decode linears in 0.65x the time (DOT_HINT; lavapipe keeps dot4).
-# On both, the few-row dual kernel's products in f32 (F32_HINT) took SmolLM2's window in
-# 0.96-0.975x the time of their int dot (three runs each of `webpte bench --roofline
-# --variants`, 2026-12-02).
-DRIVER_HINTS = {"llvmpipe": (GEMM_HINT + "d16x16", F32_HINT + "on"),
-                "swiftshader": (DOT_HINT + "unpacked", F32_HINT + "on")}
+# The few-row dual kernel's products in f32 (F32_HINT) took SmolLM2's window in 0.96-0.975x
+# the time of the int dot on one machine (session 9) and 1.10-1.15x on another (session 10,
+# both drivers), so neither driver asks for them and the autotune times both
+# (webpte/autotune.CANDIDATES). lavapipe's dual kernel reads W regrouped (W_HINT, plan/
+# interleave.py): SmolLM2's window 0.88x the row-major time (0.93x with the int dot), where
+# SwiftShader measured 0.95x for the window and 1.08x for the linears (not taken).
+DRIVER_HINTS = {"llvmpipe": (GEMM_HINT + "d16x16", W_HINT + "interleaved"),
+                "swiftshader": (DOT_HINT + "unpacked",)}
 
 
 def adapter_hints(adapter_type: str, device: str = "") -> frozenset[str]:

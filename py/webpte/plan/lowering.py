@@ -22,6 +22,8 @@ from .fusion_q8 import (
     lower_paired_linears,
     share_dual_linears,
 )
+from .interleave import check as interleave_check
+from .interleave import interleaved_bytes
 from .memory import assign_buffers
 from .model import DispatchSpec, IOSpec, KernelSpec, Plan
 from .share import share_duplicates
@@ -106,10 +108,12 @@ class Lowering:
         self._bind(vid, b)
         return b
 
-    def joined_constant(self, items: list[tuple[int, int]], label: str) -> int:
+    def joined_constant(self, items: list[tuple[int, int]], label: str,
+                        interleave: dict | None = None) -> int:
         """One constant buffer holding, back to back, the first `nbytes` of each constant of
         `items` ((value id, nbytes)): a "file_parts" init of their file bytes (none
-        converted), for kernels that run several ops' weights as one (plan/fusion_q8.py)."""
+        converted), for kernels that run several ops' weights as one (plan/fusion_q8.py);
+        with `interleave`, their rows regrouped (plan/interleave.py)."""
         parts = []
         for vid, nbytes in items:
             v = self.tensor(vid)
@@ -118,11 +122,18 @@ class Lowering:
                     or not 0 < nbytes <= ref.nbytes):
                 raise PlanError(f"{self._where()}: value {vid} cannot join a constant buffer")
             parts.append({"offset": ref.offset, "nbytes": nbytes})
-        key = ("joined", tuple((p["offset"], p["nbytes"]) for p in parts))
+        key = ("joined", tuple((p["offset"], p["nbytes"]) for p in parts),
+               tuple(sorted((interleave or {}).items())))
         if key not in self._constant_bufs:
-            size = -(-sum(p["nbytes"] for p in parts) // 4) * 4
-            self._constant_bufs[key] = self._new(size, "constant", label,
-                                                 {"kind": "file_parts", "parts": parts})
+            init = {"kind": "file_parts", "parts": parts}
+            nbytes = sum(p["nbytes"] for p in parts)
+            if interleave is not None:
+                why = interleave_check(interleave, nbytes)
+                if why:
+                    raise PlanError(f"{self._where()}: {why}")
+                init["interleave"] = dict(interleave)
+                nbytes = interleaved_bytes(interleave)
+            self._constant_bufs[key] = self._new(-(-nbytes // 4) * 4, "constant", label, init)
         return self._constant_bufs[key]
 
     def state_buf(self, vid: int) -> int:

@@ -22,7 +22,9 @@ class BufferSpec:
     label: str = ""
     # None (no initial content), {"kind": "zeros"},
     # {"kind": "file", "offset": int, "nbytes": int, "convert": None | "u8_to_u32"},
-    # {"kind": "words", "words": [u32, ...]} (per-dispatch scalars, little endian)
+    # {"kind": "words", "words": [u32, ...]} (per-dispatch scalars, little endian),
+    # {"kind": "file_parts", "parts": [{"offset", "nbytes"}, ...], "interleave"?: {...}}
+    # (file ranges back to back; `interleave`: rows regrouped, plan.interleave)
     init: dict | None = None
     values: list[int] = field(default_factory=list)  # graph value ids held (dedicated buffers)
 

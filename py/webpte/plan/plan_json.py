@@ -10,6 +10,8 @@ import json
 from dataclasses import fields
 
 from ..errors import PlanError
+from .interleave import check as interleave_check
+from .interleave import interleaved_bytes
 from .model import PLAN_VERSION, BufferSpec, DispatchSpec, IOSpec, KernelSpec, Plan, ReadoutSpec
 
 ROLES = {"constant", "activation", "input", "output", "state", "scalar"}
@@ -90,6 +92,11 @@ def _init(init, size: int, i: int) -> None:
                                 and _count(p.get("nbytes")) for p in parts):
             _fail(f"buffer {i} file parts")
         need = sum(p["nbytes"] for p in parts)
+        if "interleave" in init:
+            why = interleave_check(init["interleave"], need)
+            if why:
+                _fail(f"buffer {i} {why}")
+            need = interleaved_bytes(init["interleave"])
         if need > size:
             _fail(f"buffer {i} holds {size} bytes, its file parts are {need}")
         return

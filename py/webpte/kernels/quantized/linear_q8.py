@@ -38,7 +38,8 @@ __all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT_HINT", "DOT4_FEATURE", "F32_HI
            "SUBGROUPS_FEATURE",
            "SUBGROUPS_IMPLICIT", "GEMM_HINT", "GEMM_VARIANTS",
            "decode_hint", "decode_variant", "gemm_hint", "gemm_variant", "linear_cost",
-           "splitk_kernel", "tiling", "use_dot4", "use_f32_dot", "workgroup_count", "UNITS"]
+           "splitk_kernel", "tiling", "use_dot4", "use_f32_dot", "use_interleaved_w", "W_HINT",
+           "workgroup_count", "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
@@ -95,9 +96,15 @@ DOT_VARIANTS = ("dot4", "unpacked")
 # A planner hint: "q8_f32:on" has the few-row dual kernel (linear_q8_dual.wgsl.j2) take its
 # int8 products in f32, exact in chunks whose partial sums stay integers below 2^24, whatever
 # q8_dot says (the other int8 kernels have no f32 path and follow q8_dot). On lavapipe and
-# SwiftShader SmolLM2's window took 0.96-0.975x the time of their dot (plan/hints.py).
+# SwiftShader SmolLM2's window took 0.96-0.975x the time of their dot on one machine,
+# 1.10-1.15x on another: an autotune candidate, no driver's default (plan/hints.py).
 F32_HINT = "q8_f32:"
 F32_VARIANTS = ("off", "on")
+# A planner hint: "q8_w:interleaved" has the few-row dual kernel read W regrouped at load
+# (plan/interleave.py: each invocation's rows' vec4 words side by side, one stream), where
+# rows are whole vec4 words; "rows" keeps the file's row-major W (lavapipe's hint).
+W_HINT = "q8_w:"
+W_VARIANTS = ("rows", "interleaved")
 
 
 def use_dot4(features, hinted: bool = True) -> bool:
@@ -109,6 +116,11 @@ def use_dot4(features, hinted: bool = True) -> bool:
     return DOT4_FEATURE in features and (
         not hinted
         or hinted_variant(features, DOT_HINT, DOT_VARIANTS, "dot4", "int8 dot") == "dot4")
+
+
+def use_interleaved_w(features) -> bool:
+    """Whether the few-row dual kernel reads W regrouped (`q8_w:interleaved`)."""
+    return hinted_variant(features, W_HINT, W_VARIANTS, "rows", "W layout") == "interleaved"
 
 
 def use_f32_dot(features) -> bool:
