@@ -28,12 +28,12 @@ def test_cpu_adapters_keep_the_plain_kernels_and_gpus_get_the_split_ones():
 
 def test_a_driver_refines_a_cpu_adapters_hints():
     """lavapipe's device name gives its many-row tile and regrouped W, SwiftShader's its
-    int8 dot (natively from wgpu's device name, in the page from adapter_device: its vendor,
-    architecture and description); GPUs keep theirs."""
+    int8 dot and the dual kernel's f32 products (natively from wgpu's device name, in the
+    page from adapter_device: its vendor, architecture and description); GPUs keep theirs."""
     cpu = adapter_hints("CPU")
     assert adapter_hints("CPU", "llvmpipe (LLVM 15.0.6, 256 bits)") == (
         cpu - {"q8_gemm:d8x16"} | {"q8_gemm:d16x16", "q8_w:interleaved"})
-    swiftshader = cpu | {"q8_dot:unpacked"}
+    swiftshader = cpu | {"q8_dot:unpacked", "q8_f32:on"}
     assert adapter_hints("CPU", "SwiftShader Device (Subzero)") == swiftshader
     assert adapter_hints("DiscreteGPU", "llvmpipe") == adapter_hints("DiscreteGPU")
     assert resolve_hints(["adapter_type:CPU", "adapter_device:google swiftshader"]) == swiftshader

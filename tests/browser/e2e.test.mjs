@@ -239,8 +239,8 @@ describe('fusion is the planner\'s choice, the outputs are not', () => {
     assert.equal(plain.autotune, null);
     assert.ok(!plain.stages.includes('autotune'));
     // SwiftShader is a CPU adapter: the candidates are py/webpte/autotune.CANDIDATES["CPU"],
-    // "skinny+q8_f32:off" timed as "skinny" (SwiftShader's default: the same kernels).
-    const hints = ['q8_decode:skinny', 'q8_decode:skinny+q8_f32:on', 'q8_decode:skinny8'];
+    // "skinny+q8_f32:on" timed as "skinny" (SwiftShader's own hint: the same kernels).
+    const hints = ['q8_decode:skinny', 'q8_decode:skinny+q8_f32:off', 'q8_decode:skinny8'];
     assert.equal(first.autotune.cached, false, JSON.stringify(first.autotune));
     assert.deepEqual(Object.keys(first.autotune.times_ms).sort(), hints);
     assert.ok(Object.values(first.autotune.times_ms).every((t) => t > 0), JSON.stringify(first.autotune));

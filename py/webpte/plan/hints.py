@@ -16,6 +16,7 @@ from ..kernels.matmul.matmul import F32_GEMM_DIRECT
 from ..kernels.quantized.linear_q8 import (
     DECODE_HINT,
     DOT_HINT,
+    F32_HINT,
     GEMM_HINT,
     W_HINT,
     decode_hint,
@@ -35,13 +36,15 @@ GPU_KV_CHUNK = 256
 # SwiftShader's dot4I8Packed is slower than unpacking each word once with shifts and taking
 # i32 dots: SmolLM2's decode linears in 0.65x the time (DOT_HINT; lavapipe keeps dot4).
 # The few-row dual kernel's products in f32 (F32_HINT) took SmolLM2's window in 0.96-0.975x
-# the time of the int dot on one machine (session 9) and 1.10-1.15x on another (session 10,
-# both drivers), so neither driver asks for them and the autotune times both
-# (webpte/autotune.CANDIDATES). lavapipe's dual kernel reads W regrouped (W_HINT, plan/
-# interleave.py): SmolLM2's window 0.88x the row-major time (0.93x with the int dot), where
-# SwiftShader measured 0.95x for the window and 1.08x for the linears (not taken).
+# the time of the int dot on one machine (session 9, both drivers); on another (session 10)
+# 1.15x on lavapipe, 0.89-1.0x natively on SwiftShader and 0.80-0.85x in the page
+# (SwiftShader behind Tint; page / native per pair 1.06 with them, 1.21 without): SwiftShader
+# keeps them, lavapipe does not, and the autotune times both (webpte/autotune.CANDIDATES).
+# lavapipe's dual kernel reads W regrouped (W_HINT, plan/interleave.py): SmolLM2's window
+# 0.88x the row-major time (0.93x with the int dot), where SwiftShader measured 0.95x for the
+# window and 1.08x for the linears (not taken).
 DRIVER_HINTS = {"llvmpipe": (GEMM_HINT + "d16x16", W_HINT + "interleaved"),
-                "swiftshader": (DOT_HINT + "unpacked",)}
+                "swiftshader": (DOT_HINT + "unpacked", F32_HINT + "on")}
 
 
 def adapter_hints(adapter_type: str, device: str = "") -> frozenset[str]:
