@@ -223,19 +223,18 @@ def report(plan: Plan, ceilings: dict, call_times: list[float],
                      "loaded_mb": round(total["loaded"] / 1e6, 2),
                      "serial_floor_ms": round(1e3 * total["serial_s"], 2),
                      "pct_serial_floor": round(100 * total["serial_s"] / call_s, 1),
-                     **_with_dispatches(len(plan.dispatches), total["floor_s"], call_s,
-                                        ceilings),
-                     **_with_dispatches(len(plan.dispatches), total["serial_s"], call_s,
-                                        ceilings, "serial_floor")},
+                     **_with_dispatches(len(plan.dispatches), {
+                         "floor": total["floor_s"], "serial_floor": total["serial_s"]},
+                         call_s, ceilings)},
             "families": rows}
 
 
-def _with_dispatches(n: int, floor_s: float, call_s: float, ceilings: dict,
-                     name: str = "floor") -> dict:
-    """The floor with each dispatch's fixed cost added (the dispatch probe's), where measured:
-    what a plan of this many dispatches could reach on this adapter."""
+def _with_dispatches(n: int, floors: dict[str, float], call_s: float, ceilings: dict) -> dict:
+    """Each floor (name: seconds) with each dispatch's fixed cost added (the dispatch probe's),
+    where measured: what a plan of this many dispatches could reach on this adapter."""
     if DISPATCH not in ceilings:
         return {}
     dispatch_s = n * ceilings[DISPATCH] / 1e6
     return {"dispatch_ms": round(1e3 * dispatch_s, 2),
-            f"pct_{name}_with_dispatches": round(100 * (floor_s + dispatch_s) / call_s, 1)}
+            **{f"pct_{name}_with_dispatches": round(100 * (s + dispatch_s) / call_s, 1)
+               for name, s in floors.items()}}

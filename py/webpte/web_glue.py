@@ -131,9 +131,8 @@ def plan_program(source, method: str = "forward", features=(), fusion: str = "al
 def autotune_candidates(kind: str) -> str:
     """What the page's autotune (web/autotune.js) measures on an adapter of `kind` ("CPU" or
     "GPU"), from webpte.autotune: `{"ok": {"hints": [planner hints per candidate, joined by
-    "+"], "families":
-    [kernel families that mark a plan worth tuning], "calls": timed calls per candidate,
-    "max_bytes": the largest plan tuned}}`."""
+    "+"], "families": [kernel families that mark a plan worth tuning], "calls": timed calls
+    per candidate, "max_bytes": the largest plan tuned}}`."""
     from .autotune import CALLS, CANDIDATES, DECODE_FAMILIES, MAX_BYTES
     from .plan.hints import variant_features
 

@@ -36,6 +36,7 @@ as before, including the chains that produce the second pass's input.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..errors import PlanError, UnsupportedOpError
@@ -53,7 +54,6 @@ from ..kernels.quantized.linear_q8 import (
     use_dot4,
     use_f32_dot,
     use_interleaved_w,
-    workgroup_count,
 )
 from ..kernels.quantized.linear_q8 import NAME as LINEAR
 from ..kernels.quantized.quantize import f32
@@ -392,10 +392,10 @@ def _interleave(L, n: int, k: int, segments: int, paired: bool) -> dict | None:
     return {"row_bytes": k, "rows": n, "segments": segments, "group": group}
 
 
-def _shared_operands(L, pairs, label: str, paired: bool) -> tuple[list[int], list]:
+def _shared_operands(L, pairs, label: str, paired: bool) -> tuple[list[int], list, bool]:
     """The bindings every shared dispatch starts with (x of each pass, the pairs' W rows
-    back to back, their sums then their scales) and its params' pass words (input scale and
-    zero point of each pass of each pair)."""
+    back to back, their sums then their scales), its params' pass words (input scale and
+    zero point of each pass of each pair) and whether W is regrouped (_interleave)."""
     calls = [[L.graph.chain[n] for n in p.linears] for p in pairs]
     first = pairs[0]
     ilv = (_interleave(L, first.n, first.k, 2, True) if paired else
@@ -406,14 +406,15 @@ def _shared_operands(L, pairs, label: str, paired: bool) -> tuple[list[int], lis
                                 for c, p in zip(calls, pairs)], f"{label}_percol")
     params = [word for cs in calls for c in cs
               for word in (f32(L.args.float(c.args[1])), L.args.int(c.args[2]))]
-    return [L.buf(calls[0][0].args[0]), L.buf(calls[0][1].args[0]), w, percol], params
+    return ([L.buf(calls[0][0].args[0]), L.buf(calls[0][1].args[0]), w, percol], params,
+            ilv is not None)
 
 
-def _shared_dispatch(L, pairs, bufs: list[int], label: str, *, epilogue=None,
+def _shared_dispatch(L, pairs, bufs: list[int], label: str, ilv: bool, *, epilogue=None,
                      segments=None, tail=None) -> None:
     """The shared dispatch of `pairs`: joined (`segments`: their columns one after another)
     or paired (no segments: the same columns of both), in the decode kernel the features
-    ask for."""
+    ask for; `ilv`: W regrouped (_shared_operands)."""
     first, paired = pairs[0], segments is None
     n = first.n if paired else sum(p.n for p in pairs)
     variant = decode_variant(L.features)
@@ -422,7 +423,7 @@ def _shared_dispatch(L, pairs, bufs: list[int], label: str, *, epilogue=None,
                                      x_float=False, has_bias=False, biases=[False, False],
                                      add=first.add_element, epilogue=epilogue,
                                      segments=segments)
-        x_loads = workgroup_count(groups)
+        x_loads = math.prod(groups)
     else:
         v = DECODE_VARIANTS[variant]
         fdot = first.k % 16 == 0 and use_f32_dot(L.features)
@@ -433,9 +434,7 @@ def _shared_dispatch(L, pairs, bufs: list[int], label: str, *, epilogue=None,
                         fdot=fdot,
                         has_bias=False, bias_a=False, bias_b=False, add=first.add_element,
                         epilogue=epilogue, row=row, segments=segments, paired=paired,
-                        tail=tail, ilv=_interleave(L, first.n if paired else n, first.k,
-                                                   2 if paired else 1, paired) is not None,
-                        **v)
+                        tail=tail, ilv=ilv, **v)
     # Every invocation (or split-K workgroup) loads x once for all the pairs' columns it has.
     cost = {"bytes_read": 0, "macs": 0, "bytes_loaded": 0}
     for i, pair in enumerate(pairs):
@@ -451,7 +450,7 @@ def lower_paired_linears(L, pp: PairedLinears) -> None:
     its dequantization and the chains exactly as the two pairs' own dispatches have them
     (bit-identical)."""
     pairs = (pp.first, pp.second)
-    bufs, params = _shared_operands(L, pairs, f"paired{pp.second.add}", True)
+    bufs, params, ilv = _shared_operands(L, pairs, f"paired{pp.second.add}", True)
     chain = {**pp.first.epilogue, **pp.second.epilogue}
     sums = {L.graph.chain[p.add].args[3]: name for p, name in zip(pairs, ("y", "y2"))}
     numel = pp.second.m * pp.second.n
@@ -460,14 +459,15 @@ def lower_paired_linears(L, pp: PairedLinears) -> None:
     words = [*params, *code["words"]]
     if pp.tail is None:
         bufs += [L.params(*words), L.buf(chain[pp.root].out)]
-        _shared_dispatch(L, pairs, bufs, label, epilogue=epilogue)
+        _shared_dispatch(L, pairs, bufs, label, ilv, epilogue=epilogue)
         return
     tail, consts, twords = _tail_spec(L, pp.tail, chain[pp.root].out, numel, len(words))
     bufs.append(L.params(*words, *twords))
     if consts is not None:
         bufs.append(consts)
     bufs += [L.buf(_element(L.graph, node).out) for node in pp.tail.group.outputs]
-    _shared_dispatch(L, pairs, bufs, f"{label}+{tail['ops']}", epilogue=epilogue, tail=tail)
+    _shared_dispatch(L, pairs, bufs, f"{label}+{tail['ops']}", ilv, epilogue=epilogue,
+                     tail=tail)
 
 
 def _tail_spec(L, tail: Tail, held: int, numel: int, at: int) -> tuple[dict, int | None, list]:
@@ -497,14 +497,15 @@ def _tail_spec(L, tail: Tail, held: int, numel: int, at: int) -> tuple[dict, int
 def lower_joined_linears(L, group: JoinedLinears) -> None:
     """One decode dispatch for the group: each column's accumulators and dequantization
     exactly as its own pair's dual kernel has them (bit-identical outputs)."""
-    bufs, params = _shared_operands(L, group.pairs, f"joined{group.pairs[0].add}", False)
+    bufs, params, ilv = _shared_operands(L, group.pairs, f"joined{group.pairs[0].add}",
+                                         False)
     segments, start = [], 0
     for pair in group.pairs:
         segments.append({"start": start, "n": pair.n})
         start += pair.n
     bufs += [L.params(*params), *(L.buf(L.graph.chain[p.add].args[3]) for p in group.pairs)]
     _shared_dispatch(L, group.pairs, bufs,
-                     f"fused:linear_q8+linear_q8+add:joined{len(group.pairs)}",
+                     f"fused:linear_q8+linear_q8+add:joined{len(group.pairs)}", ilv,
                      segments=segments)
 
 
@@ -576,7 +577,7 @@ def lower_dual_linear(L, pair: DualLinear) -> None:
         kern, groups = splitk_kernel(L, variant, pair.m, pair.n, pair.k, 2, x_float=False,
                                      has_bias=bias_buf is not None, biases=has_bias,
                                      add=pair.add_element, epilogue=epilogue, segments=None)
-        L.dispatch(kern, bufs, groups, label=label, cost=cost(workgroup_count(groups)))
+        L.dispatch(kern, bufs, groups, label=label, cost=cost(math.prod(groups)))
         return
     v = DECODE_VARIANTS[variant]
     fdot = pair.k % 16 == 0 and use_f32_dot(L.features)

@@ -28,6 +28,8 @@ bytes: row-major [N, K/4] u32 words, four int8 per word, element 0 in the low by
 
 from __future__ import annotations
 
+import math
+
 from ...errors import PlanError
 from .._np import np
 from ..common import hinted_variant
@@ -39,7 +41,7 @@ __all__ = ["DECODE_HINT", "DECODE_VARIANTS", "DOT_HINT", "DOT4_FEATURE", "F32_HI
            "SUBGROUPS_IMPLICIT", "GEMM_HINT", "GEMM_VARIANTS",
            "decode_hint", "decode_variant", "gemm_hint", "gemm_variant", "linear_cost",
            "splitk_kernel", "tiling", "use_dot4", "use_f32_dot", "use_interleaved_w", "W_HINT",
-           "workgroup_count", "UNITS"]
+           "UNITS"]
 
 NAME = "et_vk.linear_q8ta_q8csw.default"
 DOT4_FEATURE = "packed_4x8_integer_dot_product"
@@ -162,14 +164,6 @@ def linear_cost(m: int, n: int, k: int, passes: int = 1, x_bytes: int = 1,
             "bytes_loaded": w_loads * n * k + x_loads * x + rest}
 
 
-def workgroup_count(groups) -> int:
-    """How many workgroups a dispatch of `groups` (x, y, z) runs."""
-    count = 1
-    for g in groups:
-        count *= int(g)
-    return count
-
-
 def splitk_kernel(L, variant: str, m: int, n: int, k: int, passes: int, paired: bool = False,
                   **params):
     """(kernel, workgroups) of linear_q8_splitk (DECODE_VARIANTS[variant]) for `passes`
@@ -267,7 +261,7 @@ def lower(L, call) -> None:
         kern, groups = splitk_kernel(L, variant, m, n, k, 1, x_float=x_kind == "f32",
                                      has_bias=bias is not None, biases=[bias is not None],
                                      add=None, epilogue=None, segments=None)
-        x_loads, w_loads = workgroup_count(groups), 1
+        x_loads, w_loads = math.prod(groups), 1
     elif m <= SKINNY_ROWS:
         # A decoder window: one column per invocation, W rows read directly.
         groups, row = L.grid(n, 64)
