@@ -18,7 +18,11 @@ Serial variant (`attention:serial`, CPU adapters): one invocation per query row 
 walks the same tiles of WORKGROUP keys with no workgroup memory and no barrier, since a CPU
 adapter runs each barrier as a switch between the workgroup's SIMD batches. Its arithmetic
 is the tiled kernel's but for each tile's sum of exp, taken in key order instead of the
-halving tree (`serial=True` in the references).
+halving tree (`serial=True` in the references). llvmpipe (lavapipe) ends every loop of an
+invocation, silently, once its loops have run LOOP_BUDGET iterations in all, so a serial
+invocation walks at most `serial_max_keys(D)` keys: longer rows are split over the keys as
+above (`serial_chunk`), and a head dim whose first tile alone passes the budget takes the tiled
+kernel.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ MAX_SPLITS = 64
 ATTENTION_HINT = "attention:"      # planner hint: the kernel variant, "tiled" or "serial"
 ATTENTION_VARIANTS = ("tiled", "serial")
 SERIAL_WORKGROUP = 8               # rows per workgroup of the serial kernel (one SIMD batch)
+# llvmpipe's loop limiter (gallivm LP_MAX_TGSI_LOOP_ITERATIONS): one counter per invocation,
+# shared by all its loops; past it every loop ends after one more pass.
+LOOP_BUDGET = 65535
 
 
 @dataclass(frozen=True)
@@ -83,9 +90,37 @@ def kv_chunk(features, n_keys: int) -> int:
     return chunk if chunk < n_keys else 0
 
 
-def attention_variant(features) -> str:
-    """The kernel variant the lowering's features ask for (the last hint wins; tiled)."""
-    return hinted_variant(features, ATTENTION_HINT, ATTENTION_VARIANTS, "tiled", "attention")
+def attention_variant(features, d: int | None = None) -> str:
+    """The kernel variant the lowering's features ask for (the last hint wins; tiled); tiled
+    for a head dim `d` whose serial invocation passes LOOP_BUDGET within one tile."""
+    name = hinted_variant(features, ATTENTION_HINT, ATTENTION_VARIANTS, "tiled", "attention")
+    return "tiled" if d is not None and serial_max_keys(d) < WORKGROUP else name
+
+
+def serial_loop_iterations(d: int, keys: int) -> int:
+    """Loop iterations (passes and exit tests) of one serial invocation over `keys` keys,
+    every loop counted (llvmpipe unrolls only short ones): the q, output and cache-copy loops,
+    per tile its step, exit tests and the value update's D loop, per key the score's D loop
+    and its passes of the score, exp and value loops."""
+    tiles = -(-keys // WORKGROUP)
+    return 3 * (d + 1) + 1 + tiles * (2 * d + 4) + keys * (2 * d + 3)
+
+
+def serial_max_keys(d: int) -> int:
+    """The most keys (whole tiles) one serial invocation walks within LOOP_BUDGET."""
+    per_tile = serial_loop_iterations(d, WORKGROUP) - serial_loop_iterations(d, 0)
+    return max(0, (LOOP_BUDGET - serial_loop_iterations(d, 0)) // per_tile) * WORKGROUP
+
+
+def serial_chunk(d: int, n_keys: int, chunk: int) -> int:
+    """Keys per split of the serial kernel: `chunk` (0: no split), or where an invocation
+    would walk more than `serial_max_keys(d)` keys, the fewest splits of whole tiles that
+    stay within it (as even as tiles allow)."""
+    most = serial_max_keys(d)
+    if (chunk or n_keys) <= most:
+        return chunk
+    splits = -(-n_keys // most)
+    return -(-n_keys // (splits * WORKGROUP)) * WORKGROUP
 
 
 def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: int,
@@ -95,10 +130,13 @@ def lower_attention(L, lay: Layout, scale: float, q: int, k: int, v: int, out: i
     `mask` are buffers. `new_kv`: the window's new k, v rows ([S, Hkv, D]), for the serial
     kernel to store at cache rows start + s itself (the caller plans no cache write)."""
     rows = lay.batch * lay.hq * lay.seq
-    chunk = kv_chunk(L.features, lay.skv if lay.keys == "fixed" else lay.ctx)
-    splits = -(-(lay.skv if lay.keys == "fixed" else lay.ctx) // chunk) if chunk else 1
+    n_keys = lay.skv if lay.keys == "fixed" else lay.ctx
+    serial = attention_variant(L.features, lay.d) == "serial"
+    chunk = kv_chunk(L.features, n_keys)
+    if serial:
+        chunk = serial_chunk(lay.d, n_keys, chunk)
+    splits = -(-n_keys // chunk) if chunk else 1
     m_b, m_h, m_s, m_c = lay.mask or (0, 0, 0, 0)
-    serial = attention_variant(L.features) == "serial"
     if new_kv is not None and (not serial or lay.keys == "fixed" or lay.batch != 1):
         raise PlanError("the cache write folds into the serial kernel of a one-batch cache")
     wgs = rows * splits

@@ -90,7 +90,7 @@ def lower(L, call) -> None:
     start = L.buf(a["start"])
     kc, vc = L.state_buf(a["k_cache"]), L.state_buf(a["v_cache"])
     new_kv = (L.buf(a["k"]), L.buf(a["v"]))
-    if attention_variant(L.features) != "serial":   # the serial kernel stores the rows itself
+    if attention_variant(L.features, d) != "serial":   # the serial kernel stores the rows itself
         n_write = s * hkv * d
         wg, row = L.grid(n_write)
         write = L.kernel("attention/sdpa_cache_write", seq=s, row_len=hkv * d, ctx=ctx,
