@@ -317,6 +317,8 @@ export class Executor {
     if (init.convert === 'u8_to_u32') {
       const wide = Uint32Array.from(src);
       src = new Uint8Array(wide.buffer);
+    } else if (init.convert === 'i64_to_i32') {
+      src = narrowI64(src, b.label || b.id);
     }
     if (src.byteLength % 4) {
       const padded = new Uint8Array(Math.ceil(src.byteLength / 4) * 4);
@@ -545,6 +547,21 @@ function encode(enc, commands) {
 }
 
 const padded = (n) => Math.max(4, Math.ceil(n / 4) * 4);
+
+/** int64 file bytes as int32 words; a value outside int32 is a PlanError, not a wrap. */
+function narrowI64(src, label) {
+  const n = Math.floor(src.byteLength / 8);
+  const wide = new DataView(src.buffer, src.byteOffset, n * 8);
+  const out = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const v = wide.getBigInt64(i * 8, true);
+    if (v < -2147483648n || v > 2147483647n) {
+      throw new PlanError(`buffer ${label}: an int64 constant holds ${v}, outside int32; webpte stores int64 as int32`);
+    }
+    out[i] = Number(v);
+  }
+  return new Uint8Array(out.buffer);
+}
 
 function asBytes(x) {
   if (x instanceof ArrayBuffer) return new Uint8Array(x);

@@ -122,8 +122,11 @@ function checkInit(b, i, fileSize) {
     fail(`buffer ${i} reads bytes ${init.offset}..${init.offset + init.nbytes} of a ${fileSize}-byte file`);
   }
   const convert = init.convert ?? null;
-  if (convert !== null && convert !== 'u8_to_u32') fail(`buffer ${i} convert ${JSON.stringify(convert)}`);
-  const bytes = convert === 'u8_to_u32' ? init.nbytes * 4 : init.nbytes;
+  if (convert !== null && convert !== 'u8_to_u32' && convert !== 'i64_to_i32') {
+    fail(`buffer ${i} convert ${JSON.stringify(convert)}`);
+  }
+  if (convert === 'i64_to_i32' && init.nbytes % 8) fail(`buffer ${i} narrows ${init.nbytes} bytes, not whole int64 values`);
+  const bytes = convert === 'u8_to_u32' ? init.nbytes * 4 : convert === 'i64_to_i32' ? init.nbytes / 2 : init.nbytes;
   if (bytes > b.size) fail(`buffer ${i} holds ${b.size} bytes, its file content is ${bytes}`);
 }
 
@@ -283,16 +286,25 @@ export function toStorage(value, spec, what) {
 
 /**
  * Bytes read back from an output buffer -> the host TypedArray of the output's dtype
- * (int64 outputs come back as BigInt64Array, bool as Uint8Array of 0/1).
+ * (int64 outputs come back as BigInt64Array, bool as Uint8Array of 0/1). Kernels write a bool
+ * as the word 0 or 1: any other word (the executor's poison) is an element none wrote.
  * @param {ArrayBuffer} raw at least storageBytes(spec) bytes
- * @param {{dtype: string, shape: number[], storage: string}} spec
+ * @param {{dtype: string, shape: number[], storage: string, name?: string}} spec
  * @returns {ArrayBufferView}
+ * @throws {PlanError} a bool word that is neither 0 nor 1
  */
 export function fromStorage(raw, spec) {
   const n = numel(spec.shape);
   const Stored = { f32: Float32Array, i32: Int32Array, i8: Int8Array, u8: Uint8Array, bool: Uint32Array }[spec.storage];
   const stored = new Stored(raw, 0, n);
   const Host = DTYPE_ARRAYS[spec.dtype];
+  if (spec.storage === 'bool') {
+    const i = stored.findIndex((v) => v > 1);
+    if (i >= 0) {
+      throw new PlanError(`bool output${spec.name ? ` ${spec.name}` : ''} holds the word 0x${stored[i].toString(16)} at element ${i}, `
+        + 'neither 0 nor 1: no kernel wrote it; this is a webpte bug, please report it');
+    }
+  }
   if (spec.dtype === 'bool') return Uint8Array.from(stored, (v) => (v ? 1 : 0));
   if (Host === Stored) return stored.slice();
   if (Host === BigInt64Array || Host === BigUint64Array) return Host.from(stored, (v) => BigInt(v));

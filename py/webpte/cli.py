@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
@@ -39,6 +40,41 @@ def _calls_from_npz(path: str) -> list[tuple[list[np.ndarray], list[np.ndarray]]
     return [([data[k] for _, k in ins], [data[k] for _, k in outs])]
 
 
+def reference_problems(ran: list[tuple[list, list]], tolerance: float) -> list[str]:
+    """Why the outputs of the calls `ran` ((outputs, references) per call) fail
+    `run --tolerance`: no call, an output without a reference or a reference without an
+    output, another shape, a rel-L2 that is NaN or above `tolerance`. Empty: they pass."""
+    from .testing import rel_l2
+
+    if not ran:
+        return ["no call ran, so nothing was compared with a reference"]
+    problems = []
+    for i, (outs, refs) in enumerate(ran):
+        for j in range(max(len(outs), len(refs))):
+            where = f"call {i} output {j}"
+            if j >= len(refs):
+                problems.append(f"{where} has no reference (output_{j} or call{i}_output_{j} "
+                                f"in the npz)")
+                continue
+            if j >= len(outs):
+                problems.append(f"{where}: the npz holds a reference, the method gives "
+                                f"{len(outs)} outputs")
+                continue
+            o, r = np.asarray(outs[j]), np.asarray(refs[j])
+            if o.shape != r.shape:
+                problems.append(f"{where} has shape {list(o.shape)}, its reference "
+                                f"{list(r.shape)}")
+                continue
+            err = rel_l2(o, r)
+            if math.isnan(err):
+                problems.append(f"{where}: rel-L2 vs its reference is NaN (a NaN in the "
+                                f"output or the reference)")
+            elif err > tolerance:
+                problems.append(f"{where}: rel-L2 {err:.2e} exceeds --tolerance "
+                                f"{tolerance:.1e}")
+    return problems
+
+
 def cmd_run(args) -> int:
     from .program import load
     from .testing import rel_l2
@@ -50,7 +86,7 @@ def cmd_run(args) -> int:
           f"in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
     calls = [c for path in args.inputs for c in _calls_from_npz(path)]
     result: dict[str, np.ndarray] = {}
-    worst = 0.0
+    ran = []
     for i, (inputs, refs) in enumerate(calls):
         t = time.perf_counter()
         outs = prog.run(*inputs)
@@ -58,19 +94,21 @@ def cmd_run(args) -> int:
         for j, o in enumerate(outs):
             result[f"call{i}_output_{j}"] = o
             line = f"call {i} output {j}: {o.dtype}{list(o.shape)} {_summary(o)}"
-            if j < len(refs):
-                err = rel_l2(o, refs[j])
-                worst = max(worst, err)
-                line += f"  rel-L2 vs reference {err:.2e}"
+            if j < len(refs) and np.shape(refs[j]) != o.shape:
+                line += f"  reference shape {list(np.shape(refs[j]))} differs"
+            elif j < len(refs):
+                line += f"  rel-L2 vs reference {rel_l2(o, refs[j]):.2e}"
             print(line)
+        ran.append((outs, refs))
         print(f"call {i}: {ms:.1f} ms", file=sys.stderr)
     if args.output:
         np.savez(args.output, **result)
         print(f"wrote {args.output}", file=sys.stderr)
-    if args.tolerance is not None and worst > args.tolerance:
-        print(f"error: rel-L2 {worst:.2e} exceeds --tolerance {args.tolerance:.1e}",
-              file=sys.stderr)
-        return 1
+    if args.tolerance is not None:
+        problems = reference_problems(ran, args.tolerance)
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 1 if problems else 0
     return 0
 
 
@@ -102,8 +140,12 @@ def cmd_conformance(args) -> int:
         if args.verbose or r.status != "pass":
             print(f"[{i}/{n}] {r.op}/{r.case}: {r.status} {r.detail[:200]}", file=sys.stderr)
 
-    results = run_catalog(args.catalog, backend=args.backend,
-                          ops=args.ops.split(",") if args.ops else None, progress=progress)
+    ops = args.ops.split(",") if args.ops else None
+    results = run_catalog(args.catalog, backend=args.backend, ops=ops, progress=progress)
+    if not results:
+        print(f"webpte: error: no catalog case selected in {args.catalog}"
+              + (f" for --ops {args.ops}" if ops else " (an empty manifest)"), file=sys.stderr)
+        return 1
     print(format_table(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results_json(results), indent=1))
@@ -136,7 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--backend", choices=("webgpu", "reference"), default="webgpu",
                    help="webgpu (default) or reference: webpte's numpy interpreter, on the CPU")
     r.add_argument("--tolerance", type=float, default=None,
-                   help="fail when an output's rel-L2 vs the npz reference exceeds this")
+                   help="fail (exit 1) unless every output has a reference in the npz, of its "
+                        "shape, with a rel-L2 (not NaN) at most this")
     r.set_defaults(func=cmd_run)
     i = sub.add_parser("inspect", help="print a JSON description of a program")
     i.add_argument("program", help="a .pte file (or, with --manifest, a model folder)")

@@ -4,9 +4,12 @@ A catalog is what `tools/gen_op_catalog.py` (ExecuTorch's own generator, case by
 writes: per case a `.pte`, raw little-endian inputs and goldens, and `manifest.json` with
 one entry per checked output:
 `{op, case, pte, inputs: [{path, shape, dtype}], golden: {path, shape, dtype,
-output_index}, atol, rtol, required, heavy}`. Goldens of dtype bool / int8 / int64 are
-compared exactly; float32 goldens with torch's rule `|actual - golden| <= atol +
-rtol * |golden|` (NaN matches NaN, infinities must be equal).
+output_index}, atol, rtol, required, heavy}`. The GPU's outputs are poisoned before the
+run (`load(poison=True)`): an element no kernel writes is the poison NaN, which matches
+nothing, or a bool word that fails the read. An output's shape must equal the golden's
+exactly; then goldens of dtype bool / int8 / int64 are compared exactly, float32 goldens
+with torch's rule `|actual - golden| <= atol + rtol * |golden|` (a computed NaN matches NaN,
+infinities must be equal).
 
 `webpte conformance DIR` prints a table per op and a summary line; the browser suite runs
 the same manifest in the page with the same comparison (tests/browser/catalog.test.mjs).
@@ -23,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError, UnsupportedOpError, WebpteError
+from .native.executor import POISON_WORD
 
 # Manifest dtype -> how its raw bytes are stored.
 _RAW = {"float32": "<f4", "int32": "<i4", "int64": "<i8", "int8": "<i1", "bool": "<i1"}
@@ -96,7 +100,8 @@ def read_raw(folder: Path, spec: dict) -> np.ndarray:
 
 def compare(actual: np.ndarray, golden: np.ndarray, golden_dtype: str, atol: float,
             rtol: float) -> tuple[np.ndarray, float | None]:
-    """(mask of mismatching elements, max abs error for float goldens)."""
+    """(mask of mismatching elements, max abs error for float goldens). A float32 element
+    holding the poison word was never written and mismatches even a NaN golden."""
     if golden_dtype in ("bool", "int8", "int64"):
         a = np.asarray(actual)
         a = a.astype(np.int64) if a.dtype.kind in "biu" else a.astype(np.float64)
@@ -106,7 +111,10 @@ def compare(actual: np.ndarray, golden: np.ndarray, golden_dtype: str, atol: flo
     with np.errstate(invalid="ignore"):
         err = np.abs(a - g)
         close = err <= atol + rtol * np.abs(g)
-    both_nan = np.isnan(a) & np.isnan(g)
+    raw = np.asarray(actual)
+    unwritten = (raw.view(np.uint32) == POISON_WORD if raw.dtype == np.float32
+                 else np.zeros(raw.shape, bool))
+    both_nan = np.isnan(a) & np.isnan(g) & ~unwritten
     same_inf = np.isinf(g) & (a == g)
     bad = ~(close | both_nan | same_inf)
     finite = np.isfinite(err)
@@ -127,7 +135,8 @@ class _Loaded:
 
             self.key = entry["pte"]
             try:
-                prog = load(_inside(self.folder, entry["pte"]), backend=self.backend)
+                prog = load(_inside(self.folder, entry["pte"]), backend=self.backend,
+                            poison=True)
                 arrays = [read_raw(self.folder, x) for x in entry["inputs"]]
                 self.outputs = prog.run(*arrays)
             except Exception as e:  # kept per case, reported by its class
@@ -147,8 +156,6 @@ def run_entry(folder: Path, entry: dict, loaded: _Loaded) -> CaseResult:
         if not 0 <= idx < len(outs):
             raise InputError(f"the program has {len(outs)} outputs, the golden is output {idx}")
         actual = np.asarray(outs[idx])
-        if actual.size == golden.size and actual.shape != golden.shape:
-            actual = actual.reshape(golden.shape)   # 0-d vs [1] is not a failure
         if actual.shape != golden.shape:
             r.status = "mismatch"
             r.detail = f"shape {list(actual.shape)} != golden {list(golden.shape)}"
@@ -174,11 +181,15 @@ def run_entry(folder: Path, entry: dict, loaded: _Loaded) -> CaseResult:
 
 
 def run_catalog(folder, *, backend: str = "webgpu", ops=None, progress=None) -> list[CaseResult]:
-    """Run every entry of the catalog in `folder` (optionally only `ops`)."""
+    """Run every entry of the catalog in `folder` (optionally only `ops`, each of which it
+    must hold)."""
     folder = Path(folder)
     entries = load_manifest(folder)
     if ops:
         wanted = set(ops)
+        if unknown := sorted(wanted - {e["op"] for e in entries}):
+            raise CatalogError(f"{folder} holds no case of {', '.join(unknown)}; its ops are "
+                               f"in manifest.json")
         entries = [e for e in entries if e["op"] in wanted]
     loaded = _Loaded(folder, backend)
     results = []

@@ -113,13 +113,14 @@ class Program:
     """
 
     def __init__(self, source, method: str = "forward", *, backend: str = "webgpu",
-                 autotune: bool | None = None):
+                 autotune: bool | None = None, poison: bool = False):
         if backend not in BACKENDS:
             raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
         self.data, self.path = _source(source)
         self.program = read_program(self.data)
         self.method_name = method
         self.backend = backend
+        self._poison = poison
         if backend == "webgpu":
             from .autotune import ENV, tuned_features
             from .native import Executor, wgsl_features
@@ -134,6 +135,8 @@ class Program:
             self.plan = plan_method(self.program, method, features)
             check_plan(self.plan)   # AdapterLimitsError before any buffer is made
             self.executor = Executor(self.plan, self.data)
+            if poison:
+                self.executor.poison()
         else:
             from .kernels.reference import ReferenceExecutor
 
@@ -162,6 +165,8 @@ class Program:
                 plan = plan_method(self.program, self.method_name, self.features,
                                    input_shapes=shapes)
                 self._specialized[shapes] = Executor(plan, self.data)
+                if self._poison:
+                    self._specialized[shapes].poison()
             else:
                 from .kernels.reference import ReferenceExecutor
 
@@ -257,12 +262,15 @@ def _describe_io(ios) -> str:
 
 
 def load(path, method: str = "forward", *, backend: str = "webgpu",
-         autotune: bool | None = None) -> Program:
+         autotune: bool | None = None, poison: bool = False) -> Program:
     """Load `method` of the `.pte` at `path` (or bytes) onto the default WebGPU device (or
     the numpy reference interpreter: `backend="reference"`). `autotune` (default: the
     WEBPTE_AUTOTUNE environment variable) measures the decode kernel variants on this
-    adapter once per program and plans the fastest (webpte/autotune.py)."""
-    return Program(path, method, backend=backend, autotune=autotune)
+    adapter once per program and plans the fastest (webpte/autotune.py). `poison` (tests)
+    fills the GPU's activation and output buffers with a NaN pattern at load, so an element
+    no kernel writes reads as that NaN (a bool one fails the read); the numpy interpreter
+    writes every element and ignores it."""
+    return Program(path, method, backend=backend, autotune=autotune, poison=poison)
 
 
 def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,

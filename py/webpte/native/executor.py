@@ -13,8 +13,12 @@ import numpy as np
 from ..errors import InputError, PlanError
 from ..plan.interleave import interleave
 from ..plan.model import IOSpec, Plan
-from .device import check_features, get_device
+from ..plan.validate import validate_plan
+from .device import check_features, device_limits, get_device
 
+# The word `Executor.poison` fills buffers with: a NaN as f32, and no kernel's NaN (theirs are
+# 0x7fc00000 or its sign flip), so a poisoned element is told from a computed NaN.
+POISON_WORD = 0x7FC0DEAD
 _NP_STORAGE = {"f32": np.float32, "i32": np.int32, "i8": np.int8, "u8": np.uint8,
                "bool": np.uint32}
 
@@ -31,6 +35,8 @@ def to_storage_bytes(arr: np.ndarray, spec: IOSpec, what: str) -> bytes:
     if kind in ("i32", "i8", "u8") and arr.dtype.kind not in "iub":
         raise InputError(f"{what} has dtype {arr.dtype}, the method takes {spec.dtype}")
     target = _NP_STORAGE[kind]
+    if kind == "bool":   # one u32 word per element, 0 or 1 (as web/plan.js toStorage writes)
+        arr = arr != 0
     if kind != "f32" and arr.size:
         info = np.iinfo(target) if kind != "bool" else None
         if info is not None and (arr.min() < info.min or arr.max() > info.max):
@@ -41,9 +47,17 @@ def to_storage_bytes(arr: np.ndarray, spec: IOSpec, what: str) -> bytes:
 
 
 def from_storage_bytes(raw, spec: IOSpec) -> np.ndarray:
+    """The bytes of an output buffer -> the host array. Kernels write a bool as the word 0
+    or 1, so any other word (the poison of `Executor.poison`) is an element none wrote."""
     n = int(np.prod(spec.shape)) if spec.shape else 1
     arr = np.frombuffer(raw, _NP_STORAGE[spec.storage], count=n)
     if spec.storage == "bool":
+        if (stray := np.flatnonzero(arr > 1)).size:
+            i = int(stray[0])
+            name = f" {spec.name}" if spec.name else ""
+            raise PlanError(f"bool output{name} holds the word {int(arr[i]):#x} at "
+                            f"element {i} ({stray.size} of {n} neither 0 nor 1): no kernel "
+                            f"wrote it; this is a webpte bug, please report it")
         arr = arr != 0
     return arr.astype(spec.dtype).reshape(spec.shape)
 
@@ -57,6 +71,7 @@ class Executor:
         self.plan = plan
         self.device = dev = get_device(plan.limits)
         check_features(plan.features)
+        validate_plan(plan, device_limits())
         usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
                  | wgpu.BufferUsage.COPY_SRC)
         self.buffers = [dev.create_buffer(size=b.size, usage=usage, label=b.label)
@@ -135,6 +150,8 @@ class Executor:
                 raw = interleave(raw, init["interleave"])
             if init.get("convert") == "u8_to_u32":
                 raw = np.frombuffer(raw, np.uint8).astype(np.uint32).tobytes()
+            elif init.get("convert") == "i64_to_i32":
+                raw = narrow_i64(raw, b.label)
             if len(raw) < b.size:
                 raw += bytes(b.size - len(raw))
             self.device.queue.write_buffer(self.buffers[b.id], 0, raw)
@@ -154,7 +171,7 @@ class Executor:
                 self._initialise(b, None)
         self.device.queue.submit([enc.finish()])
 
-    def poison(self, word: int = 0x7FC0DEAD) -> None:
+    def poison(self, word: int = POISON_WORD) -> None:
         """Fill activation and output buffers with a NaN pattern (tests: catches unwritten
         elements)."""
         for b in self.plan.buffers:
@@ -273,3 +290,12 @@ class Executor:
     def read_buffer(self, buffer_id: int) -> bytes:
         """Bytes of any plan buffer (tests and debugging; allocates a staging copy)."""
         return bytes(self.device.queue.read_buffer(self.buffers[buffer_id]))
+
+
+def narrow_i64(raw: bytes, label: str) -> bytes:
+    """int64 file bytes as int32 words; a value outside int32 is a PlanError, not a wrap."""
+    wide = np.frombuffer(raw[: len(raw) // 8 * 8], "<i8")
+    if wide.size and (wide.min() < -(1 << 31) or wide.max() >= 1 << 31):
+        raise PlanError(f"buffer {label}: an int64 constant holds a value outside int32 "
+                        f"({int(wide.min())}..{int(wide.max())}); webpte stores int64 as int32")
+    return wide.astype("<i4").tobytes()

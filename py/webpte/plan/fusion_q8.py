@@ -264,8 +264,9 @@ def _join_key(graph: Graph, producer: dict[int, int], pair: DualLinear):
         return None
     for vid in calls[0].args[3:6]:   # W, sums, scales: prefixes of their file bytes join
         t = graph.values[vid]
-        if not (t.is_constant and file_convert(t) is None
-                and graph.constants[t.constant_id].nbytes == storage_bytes(t)):
+        nbytes = graph.constants[t.constant_id].nbytes if t.is_constant else -1
+        if not (t.is_constant and file_convert(t, nbytes) is None
+                and nbytes == storage_bytes(t)):
             return None
     add = tuple(sorted((k, repr(v)) for k, v in pair.add_element.items()))
     return (*(_buffer_key(graph, _copied_from(graph, producer, c.args[0])) for c in calls),
@@ -337,9 +338,11 @@ def _scalar_file_constant(graph: Graph, vid: int) -> bool:
     """A one-element f32 or i32 constant whose file bytes are its buffer (delegates prepack
     constants apart: `prepacked` gives the constant a prepacked value holds)."""
     t = graph.values[prepacked(graph).get(vid, vid)]
-    return (isinstance(t, TensorValue) and t.is_constant and t.numel == 1
-            and storage_of(t) in ("f32", "i32") and file_convert(t) is None
-            and graph.constants[t.constant_id].nbytes == storage_bytes(t))
+    if not (isinstance(t, TensorValue) and t.is_constant and t.numel == 1):
+        return False
+    nbytes = graph.constants[t.constant_id].nbytes
+    return (storage_of(t) in ("f32", "i32") and file_convert(t, nbytes) is None
+            and nbytes == storage_bytes(t))
 
 
 def attach_tails(graph: Graph, paired: dict[int, PairedLinears], groups: dict[int, Group],

@@ -27,6 +27,7 @@ from .interleave import interleaved_bytes
 from .memory import assign_buffers
 from .model import DispatchSpec, IOSpec, KernelSpec, Plan
 from .share import share_duplicates
+from .validate import binding_access, conflicts, validate_plan
 from .storage import WGSL_TYPE, constant_key, file_convert, storage_bytes, storage_of
 
 WORKGROUP = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
@@ -97,7 +98,7 @@ class Lowering:
             key = constant_key(self.graph, v)
             if key not in self._constant_bufs:
                 init = ({"kind": "file", "offset": ref.offset, "nbytes": ref.nbytes,
-                         "convert": file_convert(v)} if ref.nbytes else {"kind": "zeros"})
+                         "convert": file_convert(v, ref.nbytes)} if ref.nbytes else {"kind": "zeros"})
                 self._constant_bufs[key] = self._new(storage_bytes(v), "constant",
                                                      f"const{v.constant_id}", init)
             b = self._constant_bufs[key]
@@ -118,7 +119,7 @@ class Lowering:
         for vid, nbytes in items:
             v = self.tensor(vid)
             ref = self.graph.constants[v.constant_id] if v.is_constant else None
-            if (ref is None or file_convert(v) is not None or ref.nbytes != storage_bytes(v)
+            if (ref is None or file_convert(v, ref.nbytes) is not None or ref.nbytes != storage_bytes(v)
                     or not 0 < nbytes <= ref.nbytes):
                 raise PlanError(f"{self._where()}: value {vid} cannot join a constant buffer")
             parts.append({"offset": ref.offset, "nbytes": nbytes})
@@ -296,6 +297,7 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
         elif node not in deferred:
             reg[op.name].lower(L, op)
     L.op, L.node = None, -1
+    separate_read_write(L)
     for vid in output_ids:
         b = L.buf(vid)
         if L.vbufs[b].role == "activation":
@@ -321,12 +323,42 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
         "max_storage_buffers_per_shader_stage": max((len(d.bindings) for d in L.dispatches),
                                                     default=0),
     }
-    return Plan(method=method, buffers=buffers, kernels=L.kernels, dispatches=L.dispatches,
+    plan = Plan(method=method, buffers=buffers, kernels=L.kernels, dispatches=L.dispatches,
                 inputs=inputs, outputs=outputs,
                 state=[b.id for b in buffers if b.role == "state"], limits=limits,
                 max_context=max_context,
                 features=sorted(f for f in L.features
                                 if any(_uses(k.wgsl, f) for k in L.kernels)))
+    validate_plan(plan)
+    return plan
+
+
+def separate_read_write(L: Lowering) -> None:
+    """A dispatch that binds a buffer both read-only and writable (an op whose output is one
+    of its inputs: state updated in place by a delegate lowered with alias_buffer_mutations)
+    breaks WebGPU's usage-scope rule. It writes a copy of the buffer instead, which goes
+    back after it: copy in (what it does not write keeps its bytes), run, copy out."""
+    out: list[DispatchSpec] = []
+    for d in L.dispatches:
+        access = binding_access(L.kernels[d.kernel].wgsl)
+        clash = sorted(conflicts(access, d.bindings))
+        copies = []
+        for b in clash:
+            tmp = L.scratch(L.vbufs[b].size, f"{L.vbufs[b].label}_written")
+            out.append(_copy_words(L, b, tmp, d))
+            d.bindings = [tmp if x == b and a == "read_write" else x
+                          for x, a in zip(d.bindings, access, strict=True)]
+            copies.append(_copy_words(L, tmp, b, d))
+        out += [d, *copies]
+    L.dispatches = out
+
+
+def _copy_words(L: Lowering, src: int, dst: int, d: DispatchSpec) -> DispatchSpec:
+    words = L.vbufs[src].size // 4
+    wg, row = grid_1d(words, WORKGROUP)
+    k = L.kernel("layout/copy_words", n=words, workgroup=WORKGROUP, row=row)
+    return DispatchSpec(k, [src, dst], wg, f"{d.op} (in-place copy)", d.node,
+                        {"bytes_read": 4 * words, "macs": 0})
 
 
 # Device features kernels may use, each known by a mark in the WGSL that uses it (WGSL

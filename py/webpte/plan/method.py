@@ -20,15 +20,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import PlanError, PteFormatError
+from ..errors import PlanError, PteFormatError, UnsupportedOpError
 from ..kernels.registry import schemas
 from ..kernels.schema import check_call
 from ..pte.graph import ConstantRef, DType, Graph, OpCall, TensorValue, ValueList
 from ..pte.reader import Method, ProgramTensor, ValueRefs
+from .aliasing import Slot, resolve_aliases
 
 _DTYPES = {"bool": DType.BOOL, "uint8": DType.UINT8, "int8": DType.INT8, "int32": DType.INT32,
            "float16": DType.FLOAT16, "float32": DType.FLOAT32, "float64": DType.FLOAT64,
            "int64": DType.INT64}
+# ExecuTorch's element sizes (int64 is 8 bytes in its arenas, whatever webpte stores).
+_ITEMSIZE = {"bool": 1, "uint8": 1, "int8": 1, "int32": 4, "float16": 2, "float32": 4,
+             "float64": 8, "int64": 8}
 _PREPACK = "et_vk.prepack.default"
 _COPY = "aten.copy_.default"
 
@@ -58,7 +62,8 @@ def edge_names(kernel: str) -> list[str]:
     elif overload.endswith("_out"):
         names = [overload[:-4], f"dim_{overload[:-4]}"]
     else:
-        names = [overload]
+        # Named out overloads: `aten::max.dim_max` (values, indices) -> `aten.max.dim`.
+        names = [overload] + ([overload.rsplit("_", 1)[0]] if "_" in overload else [])
     # Last: the out variant itself, for units of forms no edge op has (scalar_tensor.out).
     return [f"{base}.{n}" for n in names] + ([f"{base}.{overload}"] if overload else [])
 
@@ -68,15 +73,32 @@ def _edge_op(kernel: str, graph_values: list, args: tuple[int, ...], node: int) 
     names = edge_names(kernel)
     table = schemas()
     probe = Graph(values=graph_values, chain=[], input_ids=[], output_ids=[])
+    # The call's own arguments, or its outs as one list (the edge op's multi-output form).
+    forms = list(dict.fromkeys([args, _one_output_list(graph_values, args)]))
     for name in names:
-        if name in table:
-            call = OpCall(name, args, node)
+        for form in forms if name in table else ():
+            call = OpCall(name, form, node)
             try:
                 check_call(probe, node, call, table[name])
             except PlanError:
                 continue
             return call
-    return OpCall(names[0], args, node)
+    return OpCall(names[0], forms[-1], node)
+
+
+def _one_output_list(values: list, args: tuple[int, ...]) -> tuple[int, ...]:
+    """A multi-output kernel call passes its out tensors and then the returned TensorList of
+    the same tensors (`native_layer_norm.out(..., out0, out1, out2) -> [out0, out1, out2]`);
+    the edge op's form is the list alone, last."""
+    if not args or not isinstance(values[args[-1]], ValueList):
+        return args
+    ids = values[args[-1]].ids
+    if len(args) >= 2 and isinstance(values[args[-2]], ValueList) and values[args[-2]].ids == ids:
+        return args[:-1]  # `split_copy.Tensor_out(..., out) -> out`: the list passed twice
+    k = len(ids)
+    if k and len(args) > k and tuple(args[-1 - k:-1]) == ids:
+        return args[:-1 - k] + (args[-1],)
+    return args
 
 
 def method_graph(m: Method) -> MethodGraph:
@@ -92,10 +114,13 @@ def method_graph(m: Method) -> MethodGraph:
             if len(args) >= 2 and args[-1] == args[-2]:
                 args = args[:-1]
             b.chain.append(_edge_op(m.kernel_calls[i].name, b.values, args, len(b.chain)))
-    state = b.state_ids() - {io.value_index for io in m.inputs}
+    inputs = [io.value_index for io in m.inputs]
+    b.chain, outputs = resolve_aliases(b.values, b.chain, inputs,
+                                       [io.value_index for io in m.outputs], b.slots, m.name)
+    state = b.state_ids() - set(inputs)
     chain = [op for op in b.chain if not (op.name == _PREPACK and op.args[-1] in state)]
-    graph = Graph(values=b.values, chain=chain, input_ids=[io.value_index for io in m.inputs],
-                  output_ids=[io.value_index for io in m.outputs], constants=b.constants)
+    graph = Graph(values=b.values, chain=chain, input_ids=inputs, output_ids=outputs,
+                  constants=b.constants)
     return MethodGraph(graph, list(graph.input_ids), list(graph.output_ids), sorted(state),
                        len(m.delegate_calls), len(m.kernel_calls))
 
@@ -107,6 +132,7 @@ class _Builder:
         self.values: list = []
         self.chain: list[OpCall] = []
         self.planned: set[int] = set()
+        self.slots: dict[int, Slot] = {}
         self._refs: dict[int, int] = {}
         self.values = [None] * len(m.values)  # absent optional tensors append Nulls after
         for i, v in enumerate(m.values):
@@ -117,12 +143,22 @@ class _Builder:
             dtype = _DTYPES.get(v.dtype)
             if dtype is None:
                 raise PteFormatError(f"tensor of dtype {v.dtype}", field=f"values[{i}]")
+            if v.dim_order is not None and v.dim_order != tuple(range(len(v.sizes))):
+                raise UnsupportedOpError(
+                    f"{self.m.name}: value {i} has dim order {list(v.dim_order)}; webpte runs "
+                    "contiguous tensors only (export without channels-last memory format)",
+                    ops=["dim order"])
             cid = -1
             if v.constant is not None:
                 cid = len(self.constants)
                 self.constants.append(ConstantRef(v.constant[0], v.constant[1], v.name))
             elif v.planned:
                 self.planned.add(i)
+                if v.mem is not None:
+                    n = _ITEMSIZE[v.dtype]
+                    for d in v.sizes:
+                        n *= d
+                    self.slots[i] = Slot(v.mem[0], v.mem[1], n)
             return TensorValue(dtype, tuple(v.sizes), cid)
         if isinstance(v, ValueRefs):
             if v.kind == "int_list":

@@ -21,7 +21,7 @@ class BufferSpec:
     role: str                      # constant | activation | input | output | state | scalar
     label: str = ""
     # None (no initial content), {"kind": "zeros"},
-    # {"kind": "file", "offset": int, "nbytes": int, "convert": None | "u8_to_u32"},
+    # {"kind": "file", "offset": int, "nbytes": int, "convert": None | "u8_to_u32" | "i64_to_i32"},
     # {"kind": "words", "words": [u32, ...]} (per-dispatch scalars, little endian),
     # {"kind": "file_parts", "parts": [{"offset", "nbytes"}, ...], "interleave"?: {...}}
     # (file ranges back to back; `interleave`: rows regrouped, plan.interleave)

@@ -20,6 +20,8 @@ STORAGE_BYTES = {"f32": 4, "i32": 4, "i8": 1, "u8": 1, "bool": 4}
 DTYPES = {"float32", "float64", "int32", "int64", "int16", "int8", "uint8", "uint16", "uint32",
           "bool"}
 _SAFE = (1 << 53) - 1   # JS Number.isSafeInteger
+# A file init's conversion -> buffer bytes per file byte.
+_CONVERT_SIZE = {None: 1, "u8_to_u32": 4, "i64_to_i32": 0.5}
 
 
 def _fail(what: str):
@@ -105,9 +107,11 @@ def _init(init, size: int, i: int) -> None:
     if not (_count(init.get("offset")) and _count(init.get("nbytes"))):
         _fail(f"buffer {i} file range")
     convert = init.get("convert")
-    if convert is not None and convert != "u8_to_u32":
+    if convert not in _CONVERT_SIZE:
         _fail(f"buffer {i} convert {convert!r:.20}")
-    need = init["nbytes"] * (4 if convert else 1)
+    if convert == "i64_to_i32" and init["nbytes"] % 8:
+        _fail(f"buffer {i} narrows {init['nbytes']} bytes, not whole int64 values")
+    need = int(init["nbytes"] * _CONVERT_SIZE[convert])
     if need > size:
         _fail(f"buffer {i} holds {size} bytes, its file content is {need}")
 

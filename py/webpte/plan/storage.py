@@ -36,13 +36,19 @@ def storage_bytes(t: TensorValue) -> int:
     return max(4, (raw + 3) // 4 * 4)
 
 
-def file_convert(t: TensorValue) -> str | None:
-    """How a constant's raw file bytes become its buffer content."""
-    return "u8_to_u32" if t.dtype == DType.BOOL else None
+def file_convert(t: TensorValue, nbytes: int) -> str | None:
+    """How a constant's `nbytes` raw file bytes become its buffer content: bools widen to
+    words; int64 data (a program's own constants; delegates store int64 as int32) narrows to
+    int32, each value checked to fit when it is loaded."""
+    if t.dtype == DType.BOOL:
+        return "u8_to_u32"
+    if t.dtype == DType.INT64 and t.numel and nbytes == 8 * t.numel:
+        return "i64_to_i32"
+    return None
 
 
 def constant_key(graph, t: TensorValue) -> tuple:
     """Constants with equal keys hold the same buffer content (one buffer in a plan):
     same file bytes, same conversion, same size."""
     ref = graph.constants[t.constant_id]
-    return (ref.offset, ref.nbytes, file_convert(t), storage_bytes(t))
+    return (ref.offset, ref.nbytes, file_convert(t, ref.nbytes), storage_bytes(t))

@@ -75,6 +75,11 @@ class ProgramTensor:
     constant: tuple[int, int] | None = None
     planned: bool = False
     name: str | None = None
+    # (memory_id, byte offset) of a planned tensor: tensors whose byte ranges in one memory
+    # overlap share storage, as in ExecuTorch's runtime (plan/aliasing.py).
+    mem: tuple[int, int] | None = None
+    # The order of dims in memory (None: contiguous, outermost first).
+    dim_order: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -341,7 +346,16 @@ def _evalue(t: FbTable, idx: int, n: int, ctx: _Ctx, method: str):
     if tag == 5:
         io = _evalue_io(t, idx)
         buffer_idx = body.scalar(5, "u32")
-        planned = body.table(6, "allocation_info") is not None
+        alloc = body.table(6, "allocation_info")
+        planned = alloc is not None
+        mem = None
+        if alloc is not None:
+            mem = (alloc.scalar(0, "u32"),
+                   alloc.scalar(1, "u32") | (alloc.scalar(2, "u32") << 32))
+        order = tuple(body.scalars(3, "u8", "dim_order"))
+        if order and sorted(order) != list(range(len(io.shape))):
+            raise PteFormatError(f"dim order {list(order)} is not a permutation of the "
+                                 f"{len(io.shape)} dims", field=where)
         extra = body.table(9, "extra_tensor_info")
         fqn = extra.string(1, "fully_qualified_name") if extra is not None else None
         constant = None
@@ -358,7 +372,8 @@ def _evalue(t: FbTable, idx: int, n: int, ctx: _Ctx, method: str):
                 raise PteFormatError(f"constant {start}+{nbytes} runs past the file end",
                                      field=where)
             constant = (start, nbytes)
-        return ProgramTensor(io.dtype, io.shape, constant, planned, fqn)
+        return ProgramTensor(io.dtype, io.shape, constant, planned, fqn, mem,
+                             order or None)
     if tag == 6:
         return body.string(0, "string_val") or ""
     if tag in (7, 10, 11):
