@@ -32,10 +32,11 @@ run: setup
 	$(BIN)/webpte run $(MAIN_FIXTURE).pte --inputs $(MAIN_FIXTURE).npz \
 	  --output out/$(notdir $(MAIN_FIXTURE))_outputs.npz --tolerance 1e-4
 
+# WEBPTE_REQUIRE_ADAPTER=1: a test that needs a WebGPU adapter fails, not skips, without one.
 test: setup model test-web test-demo
 	@mkdir -p $(XDG_RUNTIME_DIR)
 	$(BIN)/ruff check py tests
-	$(BIN)/pytest -q
+	WEBPTE_REQUIRE_ADAPTER=$${WEBPTE_REQUIRE_ADAPTER:-1} $(BIN)/pytest -q
 
 inspect: setup
 	$(BIN)/webpte inspect $(MAIN_FIXTURE).pte
@@ -148,7 +149,7 @@ conformance: conformance-native conformance-web
 conformance-native: venv
 	@mkdir -p $(XDG_RUNTIME_DIR) out
 	@test -f $(CATALOG)/manifest.json || { echo "no catalog in $(CATALOG): make catalog"; exit 2; }
-	$(BIN)/webpte conformance $(CATALOG) --json out/conformance-native.json \
+	set -o pipefail; $(BIN)/webpte conformance $(CATALOG) --json out/conformance-native.json \
 	  | tee out/conformance-native.txt
 
 conformance-web: web
@@ -178,14 +179,14 @@ BENCH_ADAPTERS ?= lavapipe,swiftshader,page
 BENCH_VARIANTS ?= skinny,splitk
 bench: web model
 	@mkdir -p $(XDG_RUNTIME_DIR) out
-	@MODEL=$(SMOLLM2_DIR) && $(BIN)/webpte bench --roofline --adapters $(BENCH_ADAPTERS) \
+	@set -o pipefail; MODEL=$(SMOLLM2_DIR) && $(BIN)/webpte bench --roofline --adapters $(BENCH_ADAPTERS) \
 	  --variants $(BENCH_VARIANTS) --calls 5 "$$MODEL/decoder_q8.pte" | tee out/bench.txt
 
 # The page against native SwiftShader on the SmolLM2 window, calls alternating one by one.
 .PHONY: bench-page-vs-native
 bench-page-vs-native: web model
 	@mkdir -p $(XDG_RUNTIME_DIR) out
-	@MODEL=$(SMOLLM2_DIR) && $(BIN)/webpte bench --page-vs-native --calls 21 \
+	@set -o pipefail; MODEL=$(SMOLLM2_DIR) && $(BIN)/webpte bench --page-vs-native --calls 21 \
 	  "$$MODEL/decoder_q8.pte" | tee out/bench-page-vs-native.txt
 
 # The vision tower benchmark: two SmolVLM-shaped q8 layers (1024 rows, width 768, MLP 3072)
@@ -197,7 +198,7 @@ $(VISION_BENCH): | $(VENV)/.export-deps
 	$(BIN)/python tools/export_vision_bench.py --out build/vision_bench --layers 2
 bench-vision: $(VISION_BENCH)
 	@mkdir -p $(XDG_RUNTIME_DIR) out
-	$(BIN)/webpte bench --roofline --adapters lavapipe --calls 5 $(VISION_BENCH) \
+	set -o pipefail; $(BIN)/webpte bench --roofline --adapters lavapipe --calls 5 $(VISION_BENCH) \
 	  | tee out/bench-vision.txt
 
 # The tower against the code of the day the performance issue was filed (1e9a597), calls
@@ -206,5 +207,5 @@ bench-vision: $(VISION_BENCH)
 VISION_BASE_REV ?= 1e9a597
 bench-vision-vs-issue: $(VISION_BENCH)
 	@mkdir -p $(XDG_RUNTIME_DIR) out
-	$(BIN)/python tools/bench_vs_rev.py --rev $(VISION_BASE_REV) --pairs 12 $(VISION_BENCH) \
+	set -o pipefail; $(BIN)/python tools/bench_vs_rev.py --rev $(VISION_BASE_REV) --pairs 12 $(VISION_BENCH) \
 	  | tee out/bench-vision-vs-issue.txt

@@ -21,16 +21,29 @@ def _has_adapter() -> str | None:
 
 _REASON = None
 _CHECKED = False
+# Set (to anything but 0) where an adapter must exist (CI, `make test`: lavapipe).
+REQUIRE_ADAPTER = "WEBPTE_REQUIRE_ADAPTER"
+
+
+def require_adapter() -> None:
+    """Skip the calling test (with the reason) when no WebGPU adapter exists; fail it when
+    $WEBPTE_REQUIRE_ADAPTER is set, so a run that needs the GPU tests cannot skip them all."""
+    global _REASON, _CHECKED
+    if not _CHECKED:
+        _REASON, _CHECKED = _has_adapter(), True
+    if not _REASON:
+        return
+    if os.environ.get(REQUIRE_ADAPTER, "") not in ("", "0"):
+        pytest.fail(f"{_REASON} ({REQUIRE_ADAPTER} is set: this run needs an adapter; "
+                    f"`make setup` installs lavapipe)", pytrace=False)
+    pytest.skip(_REASON)
 
 
 @pytest.fixture
 def gpu():
-    """Skip (with the reason) when no WebGPU adapter exists."""
-    global _REASON, _CHECKED
-    if not _CHECKED:
-        _REASON, _CHECKED = _has_adapter(), True
-    if _REASON:
-        pytest.skip(_REASON)
+    """Skip (with the reason) when no WebGPU adapter exists; fail under
+    $WEBPTE_REQUIRE_ADAPTER."""
+    require_adapter()
 
 
 @pytest.fixture

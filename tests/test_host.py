@@ -365,10 +365,9 @@ def test_page_session_tracks_the_ring_and_image_keys_like_the_native_one():
 
 @pytest.fixture(scope="module")
 def tiny_vlm():
-    from conftest import _has_adapter
+    from conftest import require_adapter
 
-    if reason := _has_adapter():
-        pytest.skip(reason)
+    require_adapter()
     from webpte.host import load_model
 
     return load_model(FIXTURES / "tiny_vlm")

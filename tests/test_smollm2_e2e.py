@@ -34,11 +34,10 @@ def _cannot_build() -> str | None:
 
 @pytest.fixture(scope="session")
 def smollm2():
-    from conftest import _has_adapter
+    from conftest import require_adapter
     from webpte.build.smollm2 import default_folder, ensure_smollm2, is_complete
 
-    if reason := _has_adapter():
-        pytest.skip(reason)
+    require_adapter()
     if not is_complete(default_folder()) and (reason := _cannot_build()):
         pytest.skip(reason)
     return load_model(ensure_smollm2())

@@ -32,10 +32,9 @@ N_NEW = max(len(a) for a in EXPECTED["answer_ids"])
 
 @pytest.fixture(scope="module")
 def vlm(request):
-    from conftest import _has_adapter
+    from conftest import require_adapter
 
-    if reason := _has_adapter():
-        pytest.skip(reason)
+    require_adapter()
     return load_model(FOLDER)
 
 
