@@ -12,15 +12,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import webpte.program
+from webpte.cli import main
 from webpte.conformance import (
     CatalogError,
     _Loaded,
     compare,
     format_table,
     load_manifest,
+    read_raw,
     run_catalog,
     run_entry,
 )
+from webpte.errors import PlanError
+from webpte.native.executor import POISON_WORD, from_storage_bytes, to_storage_bytes
+from webpte.plan.model import IOSpec
 from webpte.program import inspect
 
 CATALOG = Path(__file__).parent / "fixtures" / "op_catalog"
@@ -67,6 +73,61 @@ def test_comparison_rules():
     assert bad.tolist() == [False, True]
 
 
+def test_an_unwritten_element_fails_the_comparison():
+    """The poison NaN matches no golden, not even a NaN; a poisoned bool word fails the read
+    (it would read as True and pass gt's golden)."""
+    poisoned = np.array([POISON_WORD, POISON_WORD], np.uint32).view(np.float32)
+    bad, _ = compare(poisoned, np.array([np.nan, 1.0], np.float32), "float32", 1e-3, 1e-3)
+    assert bad.tolist() == [True, True]
+    spec = IOSpec(0, "bool", (2,), "bool", "gt")
+    with pytest.raises(PlanError, match="bool output gt holds the word 0x7fc0dead at element 1"):
+        from_storage_bytes(np.array([1, POISON_WORD], np.uint32).tobytes(), spec)
+    words = np.frombuffer(to_storage_bytes(np.array([0, 2]), spec, "x"), np.uint32)
+    assert words.tolist() == [0, 1]   # a bool input is stored as 0/1 words
+
+
+class _Given:
+    """A stand-in for `_Loaded` that gives these outputs."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+
+    def outputs_for(self, entry):
+        return self.outputs
+
+
+def _entry(op: str) -> dict:
+    return next(e for e in ENTRIES if e["op"] == op)
+
+
+def test_another_shape_of_the_same_size_fails():
+    for op in ("abs", "gt"):   # (37, 41) transposed; (1,) as a 0-d array
+        e = _entry(op)
+        golden = read_raw(CATALOG, e["golden"])
+        assert run_entry(CATALOG, e, _Given([golden])).status == "pass"
+        wrong = golden.T.copy() if golden.ndim == 2 else golden.reshape(())
+        r = run_entry(CATALOG, e, _Given([wrong]))
+        assert r.status == "mismatch" and r.detail.startswith(f"shape {list(wrong.shape)}"), r
+
+
+def test_a_kernel_that_writes_nothing_fails(gpu, monkeypatch):
+    """With every dispatch dropped from the plan, the poisoned outputs fail each case: gt and
+    eq (goldens True and False) and a float op."""
+    plan_method = webpte.program.plan_method
+
+    def no_dispatches(*args, **kwargs):
+        plan = plan_method(*args, **kwargs)
+        plan.dispatches = []
+        return plan
+
+    monkeypatch.setattr(webpte.program, "plan_method", no_dispatches)
+    for op in ("gt", "eq", "add"):
+        e = _entry(op)
+        r = run_entry(CATALOG, e, _Loaded(CATALOG, "webgpu"))
+        assert r.status != "pass", _detail(r)
+        assert "no kernel wrote it" in r.detail if op != "add" else r.status == "mismatch"
+
+
 def test_a_broken_catalog_is_a_typed_error(tmp_path):
     with pytest.raises(CatalogError, match="no manifest.json"):
         load_manifest(tmp_path)
@@ -88,3 +149,11 @@ def test_missing_and_escaping_files_are_reported_per_case(tmp_path):
     assert "leaves the catalog folder" in results[0].detail + results[1].detail
     assert "missing catalog file gone.bin" in results[0].detail + results[1].detail
     assert "summary: 0/1 ops and 0/2 cases pass" in format_table(results)
+
+
+def test_conformance_exits_nonzero_on_an_empty_selection(tmp_path, capsys):
+    (tmp_path / "manifest.json").write_text("[]")
+    assert main(["conformance", str(tmp_path), "--backend", "reference"]) == 1
+    assert "no catalog case selected" in capsys.readouterr().err
+    assert main(["conformance", str(CATALOG), "--backend", "reference", "--ops", "nosuch"]) == 2
+    assert "holds no case of nosuch" in capsys.readouterr().err

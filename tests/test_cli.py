@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from webpte.cli import main
+from webpte.cli import main, reference_problems
 from webpte.testing import rel_l2
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -88,3 +88,37 @@ def test_corrupt_program_is_a_clear_error(tmp_path, capsys):
     bad.write_bytes(bytes(data[: len(data) // 3]))
     assert main(["inspect", str(bad)]) == 2
     assert "malformed .pte" in capsys.readouterr().err
+
+
+def test_tolerance_fails_what_it_cannot_vouch_for():
+    """`run --tolerance` passes only calls whose every output has a reference of its shape
+    within tolerance: no call, a missing or extra reference, another shape and a NaN fail."""
+    x = np.arange(4, dtype=np.float32).reshape(1, 4)
+    assert reference_problems([([x], [x + 1e-6])], 1e-4) == []
+    cases = {
+        "no call ran": [],
+        "call 0 output 1 has no reference": [([x, x], [x])],
+        "call 0 output 1: the npz holds a reference": [([x], [x, x])],
+        "has shape [1, 4], its reference [4, 1]": [([x], [x.T])],
+        "rel-L2 vs its reference is NaN": [([np.full_like(x, np.nan)], [x])],
+        "rel-L2 1.00e+00 exceeds --tolerance": [([2 * x], [x])],
+    }
+    for message, ran in cases.items():
+        problems = reference_problems(ran, 1e-4)
+        assert len(problems) == 1 and message in problems[0], (message, problems)
+
+
+def test_run_with_tolerance_exits_1_on_nan_or_a_missing_reference(tmp_path, capsys):
+    """On webpte's numpy interpreter: abs of a NaN input against a NaN reference (rel-L2 NaN,
+    which `max(0, nan)` once passed), and an npz without references."""
+    case = FIXTURES / "op_catalog" / "abs__mat"
+    x = np.fromfile(case.with_suffix(".in0.bin"), "<f4").reshape(37, 41)
+    x[3, 5] = np.nan
+    nan_ref, no_ref = tmp_path / "nan.npz", tmp_path / "none.npz"
+    np.savez(nan_ref, input_0=x, output_0=np.abs(x))
+    np.savez(no_ref, input_0=x)
+    pte = str(case.with_suffix(".pte"))
+    for npz, message in ((nan_ref, "is NaN"), (no_ref, "call 0 output 0 has no reference")):
+        rc = main(["run", pte, "--backend", "reference", "--inputs", str(npz), "--tolerance", "1"])
+        assert rc == 1 and message in capsys.readouterr().err, npz
+    assert main(["run", pte, "--backend", "reference", "--inputs", str(no_ref)]) == 0

@@ -1,6 +1,8 @@
 // Tier 2: ExecuTorch's WebGPU op-test catalog in the page (headless Chromium, SwiftShader),
-// compared as `webpte conformance` compares natively (py/webpte/conformance.py): bool / int8 /
-// int64 goldens exactly, float32 goldens with |actual - golden| <= atol + rtol * |golden|.
+// compared as `webpte conformance` compares natively (py/webpte/conformance.py, here
+// tests/browser/catalog_compare.js): outputs poisoned at load, the shape exactly (the method's
+// output shape; a dynamic-shape call with other dims checks its element count), then bool /
+// int8 / int64 goldens exactly, float32 goldens with |actual - golden| <= atol + rtol * |golden|.
 // Every case must pass. The catalogs are the committed subset (tests/fixtures/op_catalog) and
 // the dynamic-shape case (tests/fixtures/dynamic) unless WEBPTE_CATALOG names other folders
 // (':'-separated; `make conformance-web` runs the full one). The per-case results go to
@@ -61,6 +63,7 @@ describe(`the op catalog in the page (${CATALOGS.join(', ')})`, () => {
     test(pte, LONG, async () => {
       const out = await page.evaluate(async (group) => {
         const ARRAYS = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array, int8: Int8Array, bool: Int8Array };
+        const { compareOutput } = await import('/suite/catalog_compare.js');
         const first = group[0];
         const raw = async (spec) => {
           const resp = await fetch(`${first.mount}${spec.path}`);
@@ -68,6 +71,7 @@ describe(`the op catalog in the page (${CATALOGS.join(', ')})`, () => {
           return new ARRAYS[spec.dtype](await resp.arrayBuffer());
         };
         let outputs;
+        let shapes;
         try {
           const program = await suite.webpte.loadProgram(`${first.mount}${first.pte}`, { poison: true });
           try {
@@ -76,6 +80,11 @@ describe(`the op catalog in the page (${CATALOGS.join(', ')})`, () => {
               return { data: x.dtype === 'bool' ? new Uint8Array(data.buffer) : data, shape: x.shape };
             }));
             outputs = await program.run(inputs);
+            // The method's output shapes hold for a call with its input shapes; run() does not
+            // report a dynamic-shape method's specialised ones.
+            const own = first.inputs.every((x, i) => program.inputs[i].shape.length === x.shape.length
+              && program.inputs[i].shape.every((d, j) => d === x.shape[j]));
+            shapes = program.outputs.map((o) => (own ? o.shape : null));
           } finally {
             await program.dispose();
           }
@@ -85,25 +94,9 @@ describe(`the op catalog in the page (${CATALOGS.join(', ')})`, () => {
         }
         return Promise.all(group.map(async (e) => {
           const golden = await raw(e.golden);
-          const actual = outputs[e.golden.output_index ?? 0];
-          const r = { op: e.op, case: e.case, status: 'pass', detail: '', first: [] };
-          if (!actual || actual.length !== golden.length) {
-            return { ...r, status: 'mismatch', detail: `length ${actual?.length} != golden ${golden.length}` };
-          }
-          const exact = e.golden.dtype !== 'float32';
-          let bad = 0;
-          for (let i = 0; i < golden.length; i++) {
-            const g = Number(golden[i]);
-            const a = Number(actual[i]);
-            const ok = exact ? a === g
-              : (Math.abs(a - g) <= e.atol + e.rtol * Math.abs(g)) || (Number.isNaN(a) && Number.isNaN(g)) || (!Number.isFinite(g) && a === g);
-            if (!ok) {
-              bad += 1;
-              if (r.first.length < 4) r.first.push([i, g, a]);
-            }
-          }
-          if (bad) Object.assign(r, { status: 'mismatch', detail: `${bad} of ${golden.length} elements outside tolerance` });
-          return r;
+          const idx = e.golden.output_index ?? 0;
+          const { status, detail, first: firstBad } = compareOutput(outputs[idx], shapes[idx] ?? null, golden, e.golden, e.atol ?? 1e-3, e.rtol ?? 1e-3);
+          return { op: e.op, case: e.case, status, detail, first: firstBad };
         }));
       }, cases);
       results.push(...out);

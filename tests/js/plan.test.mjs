@@ -140,8 +140,11 @@ test('outputs come back in their dtype', () => {
   assert.deepEqual(Array.from(out64), [3n, -4n]);
   const out32 = fromStorage(words, { dtype: 'int32', shape: [1], storage: 'i32' });
   assert.ok(out32 instanceof Int32Array && out32.length === 1);
-  const bools = fromStorage(new Uint32Array([0, 5, 1]).buffer, { dtype: 'bool', shape: [3], storage: 'bool' });
+  const bools = fromStorage(new Uint32Array([0, 1, 1]).buffer, { dtype: 'bool', shape: [3], storage: 'bool' });
   assert.deepEqual(Array.from(bools), [0, 1, 1]);
+  // A bool word other than 0/1 (here the poison) is an element no kernel wrote.
+  assert.throws(() => fromStorage(new Uint32Array([0, 0x7fc0dead]).buffer, { dtype: 'bool', shape: [2], storage: 'bool', name: 'eq' }),
+    (e) => e instanceof PlanError && /bool output eq holds the word 0x7fc0dead at element 1/.test(e.message));
   const bytes = fromStorage(new Int8Array([-2, 3, 0, 0]).buffer, { dtype: 'int8', shape: [2], storage: 'i8' });
   assert.deepEqual(Array.from(bytes), [-2, 3]);
   const floats = new Float32Array([1.25, 2]);
