@@ -13,6 +13,7 @@ import {
 import {
   describeIO, fileBytes, fromStorage, interleaveRows, parsePlan, storageBytes, toStorage,
 } from './plan.js';
+import { validatePlan } from './plan_validate.js';
 
 // Limits a plan may ask for beyond WebGPU's defaults (py/webpte/native/device.py REQUESTABLE).
 const REQUESTABLE = ['maxBufferSize', 'maxStorageBufferBindingSize', 'maxStorageBuffersPerShaderStage'];
@@ -184,6 +185,7 @@ export class Executor {
     if (device) checkLimits(plan.limits, device.limits);
     else device = await requestDevice(plan.limits, { gpu });
     checkFeatures(plan.features, null, device);
+    validatePlan(plan, device.limits);
     const ex = new Executor(plan, device);
     device.lost.then((info) => { ex.lost = info; });
     // An error outside every scope (none is expected) fails this program's next call, typed.
@@ -283,6 +285,14 @@ export class Executor {
         layout: 'auto', compute: { module, entryPoint: k.entry }, label: k.name,
       });
     } catch (err) {
+      // A lost device, or Chromium's GPU side gone ('A valid external Instance reference no
+      // longer exists'): the device's fault, not the plan's.
+      await this.#settleLoss();
+      this.#usable();
+      if (err?.reason === 'internal' || /Instance reference no longer exists|device.*lost/i.test(err?.message ?? '')) {
+        this.lost ??= { reason: 'unknown', message: err.message };
+        this.#usable();
+      }
       throw new PlanError(`kernel ${k.name} failed to make a pipeline: ${err.message}`);
     }
   }

@@ -3,6 +3,7 @@
 // (mirrors to_storage_bytes / from_storage_bytes of py/webpte/native/executor.py).
 
 import { InputError, PlanError } from './errors.js';
+import { validatePlan } from './plan_validate.js';
 
 export const PLAN_VERSION = 1;
 const ROLES = new Set(['constant', 'activation', 'input', 'output', 'state', 'scalar']);
@@ -91,6 +92,7 @@ export function parsePlan(planOrJson, { fileSize } = {}) {
   if (plan.max_context != null && !isInt(plan.max_context)) fail(`max_context ${plan.max_context}`);
   plan.features ??= [];
   if (!Array.isArray(plan.features) || !plan.features.every((f) => typeof f === 'string')) fail('features is not a list of names');
+  validatePlan(plan);
   return plan;
 }
 

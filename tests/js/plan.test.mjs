@@ -5,6 +5,11 @@ import { fileBytes, fromStorage, interleaveRows, parsePlan, toStorage } from '..
 import { checkFeatures, checkLimits, limitName, requestDevice } from '../../web/executor.js';
 import { AdapterLimitsError, InputError, PlanError } from '../../web/errors.js';
 
+const ADD_WGSL = `@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size(64) fn main() {}`;
+
 /** A well-formed two-input add plan (the shape Plan.to_json() gives). */
 function addPlan() {
   return {
@@ -15,7 +20,7 @@ function addPlan() {
       { id: 2, size: 28, role: 'output', label: 'y', init: null, values: [2] },
       { id: 3, size: 8, role: 'state', label: 'flags', init: { kind: 'zeros' }, values: [] },
     ],
-    kernels: [{ id: 0, name: 'add', wgsl: '@compute @workgroup_size(64) fn main() {}', entry: 'main' }],
+    kernels: [{ id: 0, name: 'add', wgsl: ADD_WGSL, entry: 'main' }],
     dispatches: [{ kernel: 0, bindings: [0, 1, 2], workgroups: [1, 1, 1], op: 'aten.add.Tensor', node: 0 }],
     inputs: [{ buffer: 0, dtype: 'float32', shape: [7], storage: 'f32', name: null }],
     outputs: [{ buffer: 2, dtype: 'float32', shape: [7], storage: 'f32', name: null }],
