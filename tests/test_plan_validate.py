@@ -78,9 +78,8 @@ def test_each_rule_fails_on_a_plan_that_breaks_it(edit, limits, pattern):
 def test_the_planner_writes_a_copy_for_an_op_that_reads_and_writes_one_buffer():
     """aliased_inplace_state: the delegate's add writes the state it reads (one dispatch
     binding it twice crashed at submit); the plan copies in, runs, copies out."""
-    from conftest import FIXTURES
-
     import webpte
+    from conftest import FIXTURES
 
     prog = webpte.load(FIXTURES / "semantics" / "aliased_inplace_state.pte",
                        backend="reference")

@@ -27,8 +27,8 @@ from .interleave import interleaved_bytes
 from .memory import assign_buffers
 from .model import DispatchSpec, IOSpec, KernelSpec, Plan
 from .share import share_duplicates
-from .validate import binding_access, conflicts, validate_plan
 from .storage import WGSL_TYPE, constant_key, file_convert, storage_bytes, storage_of
+from .validate import binding_access, conflicts, validate_plan
 
 WORKGROUP = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 
@@ -98,7 +98,8 @@ class Lowering:
             key = constant_key(self.graph, v)
             if key not in self._constant_bufs:
                 init = ({"kind": "file", "offset": ref.offset, "nbytes": ref.nbytes,
-                         "convert": file_convert(v, ref.nbytes)} if ref.nbytes else {"kind": "zeros"})
+                         "convert": file_convert(v, ref.nbytes)}
+                        if ref.nbytes else {"kind": "zeros"})
                 self._constant_bufs[key] = self._new(storage_bytes(v), "constant",
                                                      f"const{v.constant_id}", init)
             b = self._constant_bufs[key]
@@ -119,8 +120,8 @@ class Lowering:
         for vid, nbytes in items:
             v = self.tensor(vid)
             ref = self.graph.constants[v.constant_id] if v.is_constant else None
-            if (ref is None or file_convert(v, ref.nbytes) is not None or ref.nbytes != storage_bytes(v)
-                    or not 0 < nbytes <= ref.nbytes):
+            if (ref is None or file_convert(v, ref.nbytes) is not None
+                    or ref.nbytes != storage_bytes(v) or not 0 < nbytes <= ref.nbytes):
                 raise PlanError(f"{self._where()}: value {vid} cannot join a constant buffer")
             parts.append({"offset": ref.offset, "nbytes": nbytes})
         key = ("joined", tuple((p["offset"], p["nbytes"]) for p in parts),
