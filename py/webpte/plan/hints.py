@@ -36,7 +36,7 @@ GPU_KV_CHUNK = 256
 # SwiftShader's dot4I8Packed is slower than unpacking each word once with shifts and taking
 # i32 dots: SmolLM2's decode linears in 0.65x the time (DOT_HINT; lavapipe keeps dot4).
 # The few-row dual kernel's products in f32 (F32_HINT) took SmolLM2's window in 0.96-0.975x
-# the time of the int dot on one machine (session 9, both drivers); on another (session 10)
+# the time of the int dot on one machine (both drivers); on another (an AMD EPYC)
 # 1.15x on lavapipe, 0.89-1.0x natively on SwiftShader and 0.80-0.85x in the page
 # (SwiftShader behind Tint; page / native per pair 1.06 with them, 1.21 without): SwiftShader
 # keeps them, lavapipe does not, and the autotune times both (webpte/autotune.CANDIDATES).
