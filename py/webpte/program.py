@@ -14,6 +14,7 @@ from .plan import Plan, lower
 from .plan.dynamic import specialize
 from .plan.hints import resolve_hints
 from .plan.method import edge_names, method_graph
+from .plan.validate import resolve_limits
 from .pte import Graph, Method, PteProgram, open_source, read_program
 
 # Host graph breaks: ops that would leave the device. Delegates and portable kernel calls alike
@@ -37,7 +38,8 @@ FUSION = {"all": True, "elementwise": "elementwise", "none": False}
 
 
 def plan_method(prog: PteProgram, method: str = "forward", features=(),
-                fusion: str | None = None, input_shapes=None) -> Plan:
+                fusion: str | None = None, input_shapes=None,
+                limits: str | dict | None = None) -> Plan:
     """Lower one method of a parsed program to a Plan (no GPU needed).
 
     `features`: WGSL language features the target has (kernel variants depend on them) and
@@ -45,6 +47,8 @@ def plan_method(prog: PteProgram, method: str = "forward", features=(),
     `fusion`: "all", "elementwise" or "none"; None follows $WEBPTE_FUSE (default all).
     `input_shapes`: dims of each input for a method exported with dynamic (upper-bound)
     shapes; the graph is specialized to them (plan/dynamic.py).
+    `limits`: "default" (WebGPU's default limits) or a dict of limits to plan within:
+    weights past the binding limit are split (plan/split.py).
     """
     if fusion is not None and fusion not in FUSION:
         raise InputError(f"fusion {fusion!r} is not one of {', '.join(FUSION)}")
@@ -62,7 +66,8 @@ def plan_method(prog: PteProgram, method: str = "forward", features=(),
                  input_dtypes=[io.dtype for io in m.inputs],
                  output_dtypes=[io.dtype for io in m.outputs],
                  max_context=_constant(prog, "get_max_context_len"), features=features,
-                 fuse=None if fusion is None else FUSION[fusion], state_ids=state_ids)
+                 fuse=None if fusion is None else FUSION[fusion], state_ids=state_ids,
+                 limits=resolve_limits(limits))
     if _position_input(plan) is not None and plan.outputs[0].dtype == "float32":
         # A windowed decoder: argmax / top-k of its logits on the device (host/sampling.py).
         from .kernels.sampling.topk import add_readouts
@@ -113,7 +118,8 @@ class Program:
     """
 
     def __init__(self, source, method: str = "forward", *, backend: str = "webgpu",
-                 autotune: bool | None = None, poison: bool = False):
+                 autotune: bool | None = None, poison: bool = False,
+                 limits: str | dict | None = None):
         if backend not in BACKENDS:
             raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
         self.data, self.path = _source(source)
@@ -121,9 +127,11 @@ class Program:
         self.method_name = method
         self.backend = backend
         self._poison = poison
+        self.limits = cap = resolve_limits(limits)
         if backend == "webgpu":
             from .autotune import ENV, tuned_features
             from .native import Executor, wgsl_features
+            from .native.device import device_limits
             from .preflight import check_plan
 
             features = wgsl_features()
@@ -132,15 +140,16 @@ class Program:
             if autotune:   # a measured decode variant (webpte/autotune.py)
                 features = tuned_features(self.program, self.data, method, features)
             self.features = features
-            self.plan = plan_method(self.program, method, features)
-            check_plan(self.plan)   # AdapterLimitsError before any buffer is made
-            self.executor = Executor(self.plan, self.data)
+            self.plan = plan_method(self.program, method, features, limits=cap)
+            # AdapterLimitsError before any buffer is made
+            check_plan(self.plan, None if cap is None else device_limits(cap))
+            self.executor = Executor(self.plan, self.data, cap)
             if poison:
                 self.executor.poison()
         else:
             from .kernels.reference import ReferenceExecutor
 
-            self.plan = plan_method(self.program, method)
+            self.plan = plan_method(self.program, method, limits=cap)
             graph, ins, outs, state = method_parts(self.program.method(method))
             self.executor = ReferenceExecutor(self.plan, graph, ins, outs, self.data, state)
         self._positions = _position_input(self.plan)
@@ -163,8 +172,8 @@ class Program:
                 from .native import Executor
 
                 plan = plan_method(self.program, self.method_name, self.features,
-                                   input_shapes=shapes)
-                self._specialized[shapes] = Executor(plan, self.data)
+                                   input_shapes=shapes, limits=self.limits)
+                self._specialized[shapes] = Executor(plan, self.data, self.limits)
                 if self._poison:
                     self._specialized[shapes].poison()
             else:
@@ -262,15 +271,19 @@ def _describe_io(ios) -> str:
 
 
 def load(path, method: str = "forward", *, backend: str = "webgpu",
-         autotune: bool | None = None, poison: bool = False) -> Program:
+         autotune: bool | None = None, poison: bool = False,
+         limits: str | dict | None = None) -> Program:
     """Load `method` of the `.pte` at `path` (or bytes) onto the default WebGPU device (or
     the numpy reference interpreter: `backend="reference"`). `autotune` (default: the
     WEBPTE_AUTOTUNE environment variable) measures the decode kernel variants on this
     adapter once per program and plans the fastest (webpte/autotune.py). `poison` (tests)
     fills the GPU's activation and output buffers with a NaN pattern at load, so an element
     no kernel writes reads as that NaN (a bool one fails the read); the numpy interpreter
-    writes every element and ignores it."""
-    return Program(path, method, backend=backend, autotune=autotune, poison=poison)
+    writes every element and ignores it. `limits`: "default" plans for and creates the device
+    with WebGPU's default limits (weights past a binding are split), a dict caps some limits
+    (plan.validate.DEFAULT_LIMITS names); None: the adapter's own."""
+    return Program(path, method, backend=backend, autotune=autotune, poison=poison,
+                   limits=limits)
 
 
 def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,

@@ -30,10 +30,18 @@ def adapter_info() -> dict:
     return {k: v for k, v in dict(a.info).items() if isinstance(v, (str, int))}
 
 
-def get_device(needed: dict[str, int] | None = None):
-    """A device whose limits cover `needed`; made once, with the adapter's maxima."""
+_CAPPED: dict[tuple, tuple[object, dict[str, int]]] = {}
+
+
+def get_device(needed: dict[str, int] | None = None, cap: dict[str, int] | None = None):
+    """A device whose limits cover `needed`; made once, with the adapter's maxima, or, with
+    `cap` (plan.validate.resolve_limits), once per cap with limits no larger than it (WebGPU's
+    defaults for `resolve_limits("default")`): what a program would get on a smaller
+    adapter, here."""
     global _DEVICE, _LIMITS
     needed = needed or {}
+    if cap is not None:
+        return _capped(needed, cap)
     if _DEVICE is None:
         adapter = _adapter()
         have = adapter.limits
@@ -106,6 +114,30 @@ def check_features(needed) -> None:
                            "plan the program for this device")
 
 
-def device_limits() -> dict[str, int]:
+def device_limits(cap: dict[str, int] | None = None) -> dict[str, int]:
+    """The limits of the device `get_device(cap=cap)` gives."""
+    if cap is not None:
+        _capped({}, cap)
+        return dict(_CAPPED[tuple(sorted(cap.items()))][1])
     get_device()
     return dict(_LIMITS)
+
+
+def _capped(needed: dict[str, int], cap: dict[str, int]):
+    key = tuple(sorted(cap.items()))
+    if key not in _CAPPED:
+        get_device()
+        adapter = _adapter()
+        want = {k.replace("_", "-"): min(_LIMITS[k], cap.get(k, _LIMITS[k])) for k in REQUESTABLE}
+        dev = adapter.request_device_sync(
+            required_limits=want,
+            required_features=[f for f in ("subgroup",) if f in adapter.features])
+        limits = {k.replace("-", "_"): v for k, v in dict(dev.limits).items()
+                  if isinstance(v, int)}
+        _CAPPED[key] = (dev, limits)
+    dev, limits = _CAPPED[key]
+    for name, value in needed.items():
+        if name in limits and value > limits[name]:
+            raise AdapterError(f"the plan needs {name} = {value}, the device (capped at "
+                               f"{dict(cap)}) allows {limits[name]}")
+    return dev

@@ -65,13 +65,14 @@ def from_storage_bytes(raw, spec: IOSpec) -> np.ndarray:
 class Executor:
     """A Plan made real on one wgpu device."""
 
-    def __init__(self, plan: Plan, data=None):
+    def __init__(self, plan: Plan, data=None, limits: dict[str, int] | None = None):
+        """`limits`: a cap (plan.validate.resolve_limits) the device is created within."""
         import wgpu
 
         self.plan = plan
-        self.device = dev = get_device(plan.limits)
+        self.device = dev = get_device(plan.limits, limits)
         check_features(plan.features)
-        validate_plan(plan, device_limits())
+        validate_plan(plan, device_limits(limits))
         usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
                  | wgpu.BufferUsage.COPY_SRC)
         self.buffers = [dev.create_buffer(size=b.size, usage=usage, label=b.label)

@@ -289,13 +289,17 @@ class SharedDispatches:
 
 
 def share_dual_linears(graph: Graph, pairs: dict[int, DualLinear], uses: Uses,
-                       features) -> SharedDispatches:
+                       features, binding_limit: int | None = None) -> SharedDispatches:
     """The MLP's gate and up paired, then the pairs left that read the same inputs (q, k and
-    v) joined in groups of up to JOIN_MAX; none with `q8_join:off`."""
+    v) joined in groups of up to JOIN_MAX; none with `q8_join:off`. The weights a shared
+    dispatch binds as one buffer stay within `binding_limit` bytes."""
     if JOIN_HINT + "off" in features or not pairs:
         return SharedDispatches({}, {})
+    fits = (lambda *ps: True) if binding_limit is None else (
+        lambda *ps: sum(p.n * p.k for p in ps) <= binding_limit)
     producer = {op.args[-1]: node for node, op in enumerate(graph.chain) if op.args}
-    paired = _pair_dual_linears(graph, pairs, uses, producer)
+    paired = {at: p for at, p in _pair_dual_linears(graph, pairs, uses, producer).items()
+              if fits(p.first, p.second)}
     firsts = {p.first.root for p in paired.values()}
     by_key: dict = {}
     for root in sorted(pairs):
@@ -305,10 +309,14 @@ def share_dual_linears(graph: Graph, pairs: dict[int, DualLinear], uses: Uses,
             by_key.setdefault(key, []).append(pairs[root])
     joined: dict[int, JoinedLinears] = {}
     for members in by_key.values():
-        for i in range(0, len(members), JOIN_MAX):
-            chunk = tuple(members[i:i + JOIN_MAX])
+        chunk: list[DualLinear] = []
+        for m in [*members, None]:
+            if m is not None and len(chunk) < JOIN_MAX and fits(*chunk, m):
+                chunk.append(m)
+                continue
             if len(chunk) > 1:
-                joined[chunk[0].root] = JoinedLinears(chunk)
+                joined[chunk[0].root] = JoinedLinears(tuple(chunk))
+            chunk = [m] if m is not None else []
     return SharedDispatches(paired, joined)
 
 

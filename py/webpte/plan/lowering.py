@@ -27,6 +27,7 @@ from .interleave import interleaved_bytes
 from .memory import assign_buffers
 from .model import DispatchSpec, IOSpec, KernelSpec, Plan
 from .share import share_duplicates
+from .split import DEFAULT_BINDING, split_large_weights
 from .storage import WGSL_TYPE, constant_key, file_convert, storage_bytes, storage_of
 from .validate import binding_access, conflicts, validate_plan
 
@@ -231,7 +232,7 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
           output_ids: list[int] | None = None, input_dtypes: list[str] | None = None,
           output_dtypes: list[str] | None = None, max_context: int | None = None,
           features: Iterable[str] = (), fuse: bool | str | None = None,
-          state_ids: Iterable[int] = ()) -> Plan:
+          state_ids: Iterable[int] = (), limits: dict[str, int] | None = None) -> Plan:
     """Lower `graph` to a Plan. Inputs/outputs default to the graph's own order.
 
     `state_ids`: values that persist across calls (mutable buffers such as KV caches that
@@ -243,6 +244,9 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     `fuse`: fuse chains of elementwise ops into one dispatch each (plan/fusion.py) and
     the two passes of a two-pass int8 linear into one (plan/fusion_q8.py); False: neither;
     "elementwise": only the first. None reads WEBPTE_FUSE the same way ("0" is False).
+    `limits`: the target's limits (WebGPU names, snake case); weights larger than its
+    `max_storage_buffer_binding_size` (default: the specification's 128 MiB) are split
+    (plan/split.py).
     """
     missing = missing_ops(op.name for op in graph.chain)
     if missing:
@@ -255,6 +259,8 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     if fuse is None:
         fuse = os.environ.get("WEBPTE_FUSE", "1")
         fuse = fuse if fuse == "elementwise" else fuse != "0"
+    binding = (limits or {}).get("max_storage_buffer_binding_size", DEFAULT_BINDING)
+    graph = split_large_weights(graph, binding)
     if fuse:   # repeated elementwise ops computed once (plan/share.py)
         graph = share_duplicates(graph, frozenset(input_ids + output_ids), frozenset(state_ids))
     L = Lowering(graph, features)
@@ -275,7 +281,7 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     deferred |= {node for d in duals.values() for node in d.linears} | withheld
     # Pairs that share a dispatch: the MLP's gate and up (at up's root), then q, k and v
     # (at q's root); the others plan nothing.
-    shared = share_dual_linears(graph, duals, uses, L.features)
+    shared = share_dual_linears(graph, duals, uses, L.features, binding)
     joined, paired, joined_away = shared.joined, shared.paired, shared.away
     # A packed group reading a paired result alone runs in the paired dispatch (Tail).
     tails = attach_tails(graph, paired, groups, elements, uses, L.features)

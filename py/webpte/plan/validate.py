@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import PlanError
+from ..errors import InputError, PlanError
 from .model import DispatchSpec, Plan
 
 DEFAULT_LIMITS = {
@@ -40,6 +40,23 @@ DEFAULT_LIMITS = {
 _BINDING = re.compile(r"@group\(\s*0\s*\)\s*@binding\(\s*(\d+)\s*\)\s*var<\s*(storage|uniform)"
                       r"\s*(?:,\s*(read_write|read)\s*)?>")
 _WORKGROUP = re.compile(r"@workgroup_size\(([^)]*)\)")
+
+
+def resolve_limits(limits: str | dict | None) -> dict[str, int] | None:
+    """A limits argument as a dict: None (the adapter's own), "default" (WebGPU's defaults)
+    or a dict capping some of `DEFAULT_LIMITS`' names with positive ints."""
+    if limits is None:
+        return None
+    if limits == "default":
+        return dict(DEFAULT_LIMITS)
+    if not isinstance(limits, dict):
+        raise InputError(f"limits {limits!r:.40}: give 'default' or a dict of limits")
+    unknown = sorted(set(limits) - set(DEFAULT_LIMITS))
+    if unknown:
+        raise InputError(f"unknown limits {unknown}; known: {', '.join(DEFAULT_LIMITS)}")
+    if not all(type(v) is int and v > 0 for v in limits.values()):
+        raise InputError(f"limits {limits}: each must be a positive int")
+    return dict(limits)
 
 
 def binding_access(wgsl: str) -> list[str]:

@@ -1,0 +1,66 @@
+"""Weights past a binding (plan/split.py): split by output rows, results bit for bit the
+unsplit plan's; limits="default" plans for and creates a device with WebGPU's defaults."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import FIXTURES
+
+import webpte
+from webpte.errors import InputError, PlanError
+from webpte.plan.split import split_large_weights
+from webpte.plan.validate import DEFAULT_LIMITS, resolve_limits
+from webpte.program import method_parts
+from webpte.pte import read_program
+
+DECODER = FIXTURES / "decoder_q8_tiny"
+
+
+def _graph():
+    prog = read_program((DECODER.with_suffix(".pte")).read_bytes())
+    return method_parts(prog.method("forward"))[0]
+
+
+def test_only_weights_past_the_limit_are_split_into_row_blocks():
+    graph = _graph()
+    assert split_large_weights(graph) is graph   # nothing near 128 MiB
+    split = split_large_weights(graph, 8192)     # the 256 x 64 head: two blocks of 128 rows
+    heads = [op for op in split.chain if op.name == "et_vk.linear_q8ta_q8csw.default"
+             and split.values[op.args[3]].dims[1] == 64 and split.values[op.args[3]].dims[0] == 128]
+    assert len(heads) == 4                       # two passes of the two-pass linear, 2 blocks
+    cats = [op for op in split.chain if op.name == "aten.cat.default"]
+    assert len(cats) == 2
+    with pytest.raises(PlanError, match="four rows do not fit"):
+        split_large_weights(graph, 200)
+
+
+def test_a_split_plan_binds_within_the_limit_and_gives_the_same_bits(gpu):
+    calls = np.load(DECODER.with_suffix(".npz"))
+    whole = webpte.load(DECODER.with_suffix(".pte"))
+    split = webpte.load(DECODER.with_suffix(".pte"),
+                        limits={"max_storage_buffer_binding_size": 8192})
+    assert split.plan.limits["max_storage_buffer_binding_size"] <= 8192
+    assert len(split.plan.dispatches) > len(whole.plan.dispatches)
+    for c in range(7):
+        ins = [calls[f"call{c}_input_{i}"] for i in range(2)]
+        (a,), (b,) = whole.run(*ins), split.run(*ins)
+        np.testing.assert_array_equal(a, b)
+
+
+def test_limits_default_creates_the_device_with_webgpus_defaults(gpu):
+    from webpte.native.device import device_limits
+
+    have = device_limits(resolve_limits("default"))
+    for name in ("max_storage_buffer_binding_size", "max_buffer_size",
+                 "max_storage_buffers_per_shader_stage"):
+        assert have[name] == DEFAULT_LIMITS[name]
+    prog = webpte.load(FIXTURES / "op_add.pte", limits="default")
+    assert prog.plan.limits["max_storage_buffer_binding_size"] <= DEFAULT_LIMITS[
+        "max_storage_buffer_binding_size"]
+
+
+def test_bad_limits_are_input_errors():
+    for bad in ("huge", {"max_bogus": 4}, {"max_buffer_size": -1}, {"max_buffer_size": 1.5}):
+        with pytest.raises(InputError):
+            resolve_limits(bad)
