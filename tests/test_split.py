@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
 
 import webpte
+from conftest import FIXTURES
 from webpte.errors import InputError, PlanError
 from webpte.plan.split import split_large_weights
 from webpte.plan.validate import DEFAULT_LIMITS, resolve_limits
