@@ -9,8 +9,8 @@ import pytest
 import webpte
 from conftest import FIXTURES
 from webpte.errors import InputError, PlanError
+from webpte.limits import DEFAULT_LIMITS, resolve_limits
 from webpte.plan.split import split_large_weights
-from webpte.plan.validate import DEFAULT_LIMITS, resolve_limits
 from webpte.program import method_parts
 from webpte.pte import read_program
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .errors import WebpteError
+from .limits import add_limits_argument
 
 
 def config_path() -> Path:
@@ -53,6 +54,7 @@ def add_parser(sub) -> None:
     c.add_argument("--seed", type=int, default=None)
     c.add_argument("--backend", choices=("webgpu", "reference"), default="webgpu",
                    help="webgpu (default) or reference: webpte's numpy interpreter (CPU, slow)")
+    add_limits_argument(c)
     c.add_argument("--save-default", action="store_true",
                    help="remember --model as the default in the config file")
     c.set_defaults(func=cmd_chat)
@@ -89,7 +91,7 @@ def cmd_chat(args) -> int:
                                     if args.model != "smollm2" else "smollm2"}))
     folder = resolve_model(name)
     print(f"loading {folder} ...", file=sys.stderr)
-    model = load_model(folder, backend=args.backend)
+    model = load_model(folder, backend=args.backend, limits=args.limits)
     session = model.session()
     if args.question:
         _answer(session, args.question, args.image, args)

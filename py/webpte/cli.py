@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import WebpteError
+from .limits import add_limits_argument
 
 _CALL_KEY = re.compile(r"call(\d+)_input_(\d+)$")
 _INPUT_KEY = re.compile(r"input_(\d+)$")
@@ -80,7 +81,7 @@ def cmd_run(args) -> int:
     from .testing import rel_l2
 
     t0 = time.perf_counter()
-    prog = load(args.program, args.method, backend=args.backend)
+    prog = load(args.program, args.method, backend=args.backend, limits=args.limits)
     print(f"loaded {args.program} [{args.method}]: {len(prog.plan.dispatches)} dispatches, "
           f"{len(prog.plan.kernels)} kernels, {prog.plan.memory()['total'] / 2**20:.1f} MiB "
           f"in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
@@ -177,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--method", default="forward")
     r.add_argument("--backend", choices=("webgpu", "reference"), default="webgpu",
                    help="webgpu (default) or reference: webpte's numpy interpreter, on the CPU")
+    add_limits_argument(r)
     r.add_argument("--tolerance", type=float, default=None,
                    help="fail (exit 1) unless every output has a reference in the npz, of its "
                         "shape, with a rel-L2 (not NaN) at most this")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from .errors import InputError, PlanError, UnsupportedOpError, WebpteError
 from .kernels.registry import missing_ops, registry
+from .limits import resolve_limits
 from .plan import Plan, lower
 from .plan.dynamic import specialize
 from .plan.hints import resolve_hints
 from .plan.method import edge_names, method_graph
-from .plan.validate import resolve_limits
 from .pte import Graph, Method, PteProgram, open_source, read_program
 
 # Host graph breaks: ops that would leave the device. Delegates and portable kernel calls alike

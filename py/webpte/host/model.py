@@ -15,12 +15,13 @@ from .turn import make_contract, ring_of_meta
 class Model:
     """Everything the host contract needs, checked at load."""
 
-    def __init__(self, files: ModelFiles, *, backend: str = "webgpu"):
+    def __init__(self, files: ModelFiles, *, backend: str = "webgpu",
+                 limits: str | dict | None = None):
         from ..program import Program
 
         self.files = files
         self.backend = backend
-        self.decoder = Program(files.decoder, backend=backend)
+        self.decoder = Program(files.decoder, backend=backend, limits=limits)
         consts = {n: m.constant for n, m in self.decoder.program.methods.items()
                   if m.is_constant}
         embeds_in = self.decoder.plan.inputs[0]
@@ -32,7 +33,8 @@ class Model:
         self.max_context = int(consts.get("get_max_context_len") or self.decoder.plan.max_context)
         self.vocab = int(self.decoder.plan.outputs[0].shape[-1])
         self.embeddings = EmbeddingTable(files.embed_tokens, files.embed_scales, self.hidden)
-        self.vision = Program(files.vision, backend=backend) if files.vision else None
+        self.vision = (Program(files.vision, backend=backend, limits=limits)
+                       if files.vision else None)
         # [height, width] of the pixel values the vision program takes, and the embedding
         # rows it gives per image (each replaces one <image> token of the prompt).
         self.image_size, image_rows = self._vision_shapes() if self.vision else (None, None)
@@ -79,7 +81,9 @@ class Model:
 
 
 def load_model(folder: str | os.PathLike, *, verify: bool = True,
-               backend: str = "webgpu") -> Model:
+               backend: str = "webgpu", limits: str | dict | None = None) -> Model:
     """Validate a model folder (one error lists every problem) and load it on the GPU
-    (`backend="reference"`: run it with webpte's numpy interpreter instead, slowly)."""
-    return Model(resolve_model_folder(Path(folder), verify=verify), backend=backend)
+    (`backend="reference"`: run it with webpte's numpy interpreter instead, slowly;
+    `limits`: as `webpte.load`'s)."""
+    return Model(resolve_model_folder(Path(folder), verify=verify), backend=backend,
+                 limits=limits)

@@ -14,49 +14,19 @@ Rules, each a `PlanError` naming the dispatch and its op:
   initial content, or what an earlier dispatch wrote; likewise every output.
 
 Limits are WebGPU's names in snake case (`max_storage_buffer_binding_size`); missing ones are
-not checked. `DEFAULT_LIMITS` are the specification's defaults.
+not checked (webpte/limits.py: the specification's defaults, and caps).
 """
 
 from __future__ import annotations
 
 import re
 
-from ..errors import InputError, PlanError
+from ..errors import PlanError
 from .model import DispatchSpec, Plan
-
-DEFAULT_LIMITS = {
-    "max_buffer_size": 268435456,
-    "max_storage_buffer_binding_size": 134217728,
-    "max_uniform_buffer_binding_size": 65536,
-    "max_storage_buffers_per_shader_stage": 8,
-    "max_uniform_buffers_per_shader_stage": 12,
-    "max_compute_workgroup_size_x": 256,
-    "max_compute_workgroup_size_y": 256,
-    "max_compute_workgroup_size_z": 64,
-    "max_compute_invocations_per_workgroup": 256,
-    "max_compute_workgroups_per_dimension": 65535,
-}
 
 _BINDING = re.compile(r"@group\(\s*0\s*\)\s*@binding\(\s*(\d+)\s*\)\s*var<\s*(storage|uniform)"
                       r"\s*(?:,\s*(read_write|read)\s*)?>")
 _WORKGROUP = re.compile(r"@workgroup_size\(([^)]*)\)")
-
-
-def resolve_limits(limits: str | dict | None) -> dict[str, int] | None:
-    """A limits argument as a dict: None (the adapter's own), "default" (WebGPU's defaults)
-    or a dict capping some of `DEFAULT_LIMITS`' names with positive ints."""
-    if limits is None:
-        return None
-    if limits == "default":
-        return dict(DEFAULT_LIMITS)
-    if not isinstance(limits, dict):
-        raise InputError(f"limits {limits!r:.40}: give 'default' or a dict of limits")
-    unknown = sorted(set(limits) - set(DEFAULT_LIMITS))
-    if unknown:
-        raise InputError(f"unknown limits {unknown}; known: {', '.join(DEFAULT_LIMITS)}")
-    if not all(type(v) is int and v > 0 for v in limits.values()):
-        raise InputError(f"limits {limits}: each must be a positive int")
-    return dict(limits)
 
 
 def binding_access(wgsl: str) -> list[str]:
