@@ -126,6 +126,35 @@ def test_every_js_export_is_documented():
     assert not missing, f"docs/javascript-api.md does not name {missing}"
 
 
+# (file, the start of a signature whose options object the docs must cover)
+_JS_OPTIONS = [("web/index.js", "export async function loadProgram("),
+               ("web/model.js", "export async function loadModel("),
+               ("web/model.js", "async *generate(")]
+
+
+def test_every_js_option_is_documented():
+    doc = (DOCS / "javascript-api.md").read_text()
+    missing = []
+    for file, start in _JS_OPTIONS:
+        text = (ROOT / file).read_text()
+        at = text.index(start)
+        options = text[text.index("{", at):text.index("}", at)]
+        names = re.findall(r"(\w+)\s*(?:=[^,]*)?(?:,|$)", options.strip("{ \n"))
+        assert names, f"no options read from {file} {start}"
+        missing += [f"{start} {n}" for n in names if f"`{n}" not in doc]
+    assert not missing, "docs/javascript-api.md lacks options:\n  " + "\n  ".join(missing)
+
+
+def test_every_chat_request_field_is_documented():
+    text = (ROOT / "web" / "chat.js").read_text()
+    fields = re.findall(r"'(\w+)'", re.search(r"const TAKEN = new Set\(\[(.*?)\]\)", text,
+                                              re.S).group(1))
+    assert "messages" in fields and "stream" in fields
+    doc = (DOCS / "javascript-api.md").read_text()
+    missing = sorted(f for f in fields if f"`{f}" not in doc)
+    assert not missing, f"docs/javascript-api.md does not name the chat fields {missing}"
+
+
 def test_the_type_declarations_export_what_the_package_does():
     declared = _js_exports((ROOT / "types" / "index.d.ts").read_text())
     assert declared == _js_exports((ROOT / "web" / "index.js").read_text()), (
@@ -140,6 +169,35 @@ def test_every_public_python_name_is_documented():
     names = {n for mod in (webpte, webpte.host) for n in mod.__all__}
     missing = sorted(n for n in names if not re.search(rf"\b{re.escape(n)}\b", doc))
     assert not missing, f"docs/python-api.md does not name {missing}"
+
+
+def _documented_callables():
+    """(name as the docs write it, callable) of the Python API's entry points."""
+    import webpte
+    import webpte.host
+    from webpte.host.session import Session
+    from webpte.program import plan_method
+
+    return [("load", webpte.load), ("inspect", webpte.inspect),
+            ("load_model", webpte.host.load_model), ("Session.generate", Session.generate),
+            ("Session.ask", Session.ask), ("SamplingOptions", webpte.host.SamplingOptions),
+            ("window_starts", webpte.host.window_starts), ("plan_method", plan_method)]
+
+
+def test_documented_signatures_name_every_parameter():
+    import inspect
+
+    lines = (DOCS / "python-api.md").read_text().splitlines()
+    problems = []
+    for name, fn in _documented_callables():
+        row = next((line for line in lines if f"`{name}(" in line), None)
+        if row is None:
+            problems.append(f"no `{name}(...)` in docs/python-api.md")
+            continue
+        params = [p for p in inspect.signature(fn).parameters if p not in ("self", "kw")]
+        problems += [f"{name}: parameter {p} is not in its row" for p in params
+                     if not re.search(rf"\b{p}\b", row)]
+    assert not problems, "\n".join(problems)
 
 
 def _make_targets() -> set[str]:
