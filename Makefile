@@ -189,6 +189,15 @@ bench-page-vs-native: web model
 	@set -o pipefail; MODEL=$(SMOLLM2_DIR) && $(BIN)/webpte bench --page-vs-native --calls 21 \
 	  "$$MODEL/decoder_q8.pte" | tee out/bench-page-vs-native.txt
 
+# webpte natively on this computer's GPU in one report: a hardware (non-CPU) adapter found with
+# wgpu-py (Vulkan pointed past lavapipe when needed), the committed op catalog subset on it, and
+# the SmolLM2 decoder's roofline with the GPU decode variants (tools/gpu_check.py).
+.PHONY: gpu-check
+GPU_CHECK_ARGS ?=
+gpu-check: venv model
+	@mkdir -p $(XDG_RUNTIME_DIR) out
+	@set -o pipefail; $(BIN)/python tools/gpu_check.py $(GPU_CHECK_ARGS) | tee out/gpu-check.txt
+
 # The vision tower benchmark: two SmolVLM-shaped q8 layers (1024 rows, width 768, MLP 3072)
 # exported once into build/vision_bench (about 31 MB, torch + executorch), then the roofline
 # report on lavapipe.
