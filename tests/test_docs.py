@@ -200,6 +200,29 @@ def test_documented_signatures_name_every_parameter():
     assert not problems, "\n".join(problems)
 
 
+def _python_blocks():
+    """Every ```python block of the pages, as pytest params named by page and line."""
+    out = []
+    for page in PAGES:
+        text = page.read_text()
+        for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M):
+            line = text[:m.start()].count("\n") + 1
+            out.append(pytest.param(m.group(1), id=f"{page.relative_to(ROOT)}:{line}"))
+    return out
+
+
+@pytest.mark.parametrize("code", _python_blocks())
+def test_python_snippets_run(code, gpu, monkeypatch):
+    """Each block runs as it is from the repository root (a block that loads a built model
+    folder, e.g. `make model`'s SmolLM2, runs when that folder is there)."""
+    absent = [p for p in re.findall(r"[\"'](~/[^\"']+)[\"']", code)
+              if not Path(p).expanduser().exists()]
+    if absent:
+        pytest.skip(f"not built here: {', '.join(absent)}")
+    monkeypatch.chdir(ROOT)
+    exec(compile(code, "<docs>", "exec"), {"__name__": "docs_snippet"})
+
+
 def _make_targets() -> set[str]:
     text = (ROOT / "Makefile").read_text()
     targets = set(re.findall(r"^([A-Za-z][\w.-]*)\s*:(?!=)", text, re.M))
