@@ -2,6 +2,7 @@
 
 from .errors import (
                      AdapterError,
+                     ExternalDataError,
                      InputError,
                      PlanError,
                      PteFormatError,
@@ -12,5 +13,5 @@ from .program import Program, inspect, load
 
 __version__ = "0.1.0"
 
-__all__ = ["AdapterError", "InputError", "PlanError", "PteFormatError", "Program",
-           "UnsupportedOpError", "WebpteError", "__version__", "inspect", "load"]
+__all__ = ["AdapterError", "ExternalDataError", "InputError", "PlanError", "PteFormatError",
+           "Program", "UnsupportedOpError", "WebpteError", "__version__", "inspect", "load"]

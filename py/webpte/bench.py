@@ -28,15 +28,17 @@ def _inputs_for(plan, rng):
     return arrays
 
 
-def bench_program(path: str, calls: int = 5, warmup: int = 1, method: str = "forward") -> dict:
-    """Measure one program: seconds to load (read + plan + upload + compile) and per call."""
+def bench_program(path: str, calls: int = 5, warmup: int = 1, method: str = "forward",
+                  data=()) -> dict:
+    """Measure one program (with its external data files, `data`): seconds to load (read +
+    plan + upload + compile) and per call."""
     import numpy as np
 
     from .native import adapter_info
     from .program import load
 
     t0 = time.perf_counter()
-    prog = load(path, method)
+    prog = load(path, method, data=data)
     load_s = time.perf_counter() - t0
     arrays = _inputs_for(prog.plan, np.random.default_rng(0))
     for _ in range(warmup):
@@ -57,13 +59,13 @@ def bench_program(path: str, calls: int = 5, warmup: int = 1, method: str = "for
     }
 
 
-def profile_program(path: str, top: int = 15, method: str = "forward") -> dict:
+def profile_program(path: str, top: int = 15, method: str = "forward", data=()) -> dict:
     """Time every dispatch alone (after one warm-up call) and total it by op and kernel."""
     import numpy as np
 
     from .program import load
 
-    prog = load(path, method)
+    prog = load(path, method, data=data)
     arrays = _inputs_for(prog.plan, np.random.default_rng(0))
     prog.run(*arrays)  # compiles every pipeline
     times = prog.executor.profile(arrays)
@@ -86,23 +88,24 @@ def profile_program(path: str, top: int = 15, method: str = "forward") -> dict:
 
 
 def roofline_program(path: str, variants: list[str], calls: int = 5,
-                     method: str = "forward") -> dict:
+                     method: str = "forward", data=()) -> dict:
     """Ceilings of this adapter, then each decode variant's plan: call time (variants
     alternate call by call), family times, floor and percent of floor."""
     import numpy as np
 
     from .native import Executor, adapter_info, wgsl_features
     from .plan.hints import variant_features
-    from .program import plan_method
+    from .program import _data_files, plan_method
     from .pte import open_source, read_program
     from .roofline import best_ceilings, family_times, measure_ceilings, report
 
     # The adapter's own hints of each kind a variant names are replaced by the variant's.
     features = wgsl_features()
     ceilings = measure_ceilings(features)
-    data = open_source(path)
-    prog = read_program(data)
-    exs = {v: Executor(plan_method(prog, method, variant_features(features, v)), data)
+    sources, files = _data_files(data)
+    sources = [open_source(path), *sources]
+    prog = read_program(sources[0], files)
+    exs = {v: Executor(plan_method(prog, method, variant_features(features, v)), sources)
            for v in variants}
     arrays = _inputs_for(next(iter(exs.values())).plan, np.random.default_rng(0))
     times: dict[str, list[float]] = {v: [] for v in variants}
@@ -140,7 +143,8 @@ def _on_adapters(args) -> list[dict]:
             raise SystemExit(f"adapter {name!r} is not one of {', '.join(ICDS)}, page")
         env = {**os.environ, "VK_ICD_FILENAMES": ICDS[name]}
         cmd = [sys.executable, "-m", "webpte.cli", "bench", "--roofline", "--json",
-               "--calls", str(args.calls), "--variants", args.variants, *args.programs]
+               "--calls", str(args.calls), "--variants", args.variants, *args.programs,
+               *(a for d in args.data for a in ("--data", d))]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode:
             raise SystemExit(f"{name}: {proc.stderr.strip()[-2000:]}")
@@ -211,6 +215,9 @@ def _page_vs_native(results: list[dict]) -> list[str]:
 def add_parser(sub) -> None:
     b = sub.add_parser("bench", help="time loading and calls of programs")
     b.add_argument("programs", nargs="+")
+    b.add_argument("--data", action="append", default=[], metavar="FILE",
+                   help="an external data file (.ptd) of the programs; repeatable (native "
+                        "runs only)")
     b.add_argument("--calls", type=int, default=5)
     b.add_argument("--warmup", type=int, default=1)
     b.add_argument("--profile", action="store_true",
@@ -235,6 +242,8 @@ def add_parser(sub) -> None:
 
 
 def cmd_bench(args) -> int:
+    if args.data and (args.page_vs_native or "page" in (args.adapters or "").split(",")):
+        raise SystemExit("--data is for native runs; the page benches take no data files")
     if args.page_vs_native:
         # Natively on the page's adapter type: chosen before wgpu makes its instance.
         os.environ.setdefault("VK_ICD_FILENAMES", ICDS["swiftshader"])
@@ -258,13 +267,14 @@ def cmd_bench(args) -> int:
         return 0
     if args.roofline:
         for path in args.programs:
-            result = roofline_program(path, args.variants.split(","), args.calls)
+            result = roofline_program(path, args.variants.split(","), args.calls,
+                                      data=args.data)
             print(json.dumps(result) if args.json else format_roofline([result]))
             sys.stdout.flush()
         return 0
     for path in args.programs:
-        result = (profile_program(path) if args.profile
-                  else bench_program(path, args.calls, args.warmup))
+        result = (profile_program(path, data=args.data) if args.profile
+                  else bench_program(path, args.calls, args.warmup, data=args.data))
         print(json.dumps(result))
         sys.stdout.flush()
     return 0

@@ -81,7 +81,8 @@ def cmd_run(args) -> int:
     from .testing import rel_l2
 
     t0 = time.perf_counter()
-    prog = load(args.program, args.method, backend=args.backend, limits=args.limits)
+    prog = load(args.program, args.method, backend=args.backend, limits=args.limits,
+                data=args.data)
     print(f"loaded {args.program} [{args.method}]: {len(prog.plan.dispatches)} dispatches, "
           f"{len(prog.plan.kernels)} kernels, {prog.plan.memory()['total'] / 2**20:.1f} MiB "
           f"in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
@@ -130,7 +131,7 @@ def cmd_inspect(args) -> int:
         return 1 if out["graphs_with_breaks"] else 0
     from .program import inspect
 
-    print(json.dumps(inspect(args.program), indent=2))
+    print(json.dumps(inspect(args.program, args.data), indent=2))
     return 0
 
 
@@ -166,6 +167,12 @@ def cmd_build(args) -> int:
     return 0
 
 
+def add_data_argument(p) -> None:
+    p.add_argument("--data", action="append", default=[], metavar="FILE",
+                   help="an external data file (.ptd) the program keeps constants in; "
+                        "repeatable")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="webpte", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -179,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--backend", choices=("webgpu", "reference"), default="webgpu",
                    help="webgpu (default) or reference: webpte's numpy interpreter, on the CPU")
     add_limits_argument(r)
+    add_data_argument(r)
     r.add_argument("--tolerance", type=float, default=None,
                    help="fail (exit 1) unless every output has a reference in the npz, of its "
                         "shape, with a rel-L2 (not NaN) at most this")
@@ -188,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--manifest", choices=["seed000"], default=None,
                    help="seed000: a compile manifest per program method (inputs, outputs, "
                         "device bytes, host graph breaks with reasons); exit 1 on any break")
+    add_data_argument(i)
     i.set_defaults(func=cmd_inspect)
     c = sub.add_parser("conformance", help="run a generated ExecuTorch WebGPU op-test catalog")
     c.add_argument("catalog", help="folder with manifest.json (tools/gen_op_catalog.py)")

@@ -9,6 +9,7 @@ __all__ = [
     "PlanError",
     "InputError",
     "AdapterError",
+    "ExternalDataError",
 ]
 
 
@@ -49,3 +50,15 @@ class InputError(WebpteError):
 
 class AdapterError(WebpteError):
     """No usable WebGPU adapter, or its limits are too small for the plan."""
+
+
+class ExternalDataError(WebpteError):
+    """A constant the program keeps outside the `.pte` (ExecuTorch external data) cannot be
+    had: no data file holds its key, the file holding it is another program's (its bytes
+    do not fit the tensor), or a data file is not a `.ptd`. `key` names the constant,
+    `file` the data file (None: none given, or none held the key)."""
+
+    def __init__(self, message: str, *, key: str | None = None, file: str | None = None):
+        super().__init__(message)
+        self.key = key
+        self.file = file

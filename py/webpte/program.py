@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import InputError, PlanError, UnsupportedOpError, WebpteError
+from .errors import ExternalDataError, InputError, PlanError, UnsupportedOpError, WebpteError
 from .kernels.registry import missing_ops, registry
 from .limits import resolve_limits
 from .plan import Plan, lower
@@ -16,6 +16,7 @@ from .plan.dynamic import specialize
 from .plan.hints import resolve_hints
 from .plan.method import edge_names, method_graph
 from .pte import Graph, Method, PteProgram, open_source, read_program
+from .pte.data_file import DataFile, read_data_file
 
 # Host graph breaks: ops that would leave the device. Delegates and portable kernel calls alike
 # run as webpte units in one plan, so a method keeps to it when every op has a unit.
@@ -31,6 +32,22 @@ def _source(path_or_bytes):
     if not path.is_file():
         raise FileNotFoundError(f"no program file at {path}")
     return open_source(path), str(path)
+
+
+def _data_files(data) -> tuple[list, list[DataFile]]:
+    """The byte sources and keys of the external data files (`.ptd`) given as paths or bytes
+    (one, or a list of them)."""
+    if isinstance(data, (str, os.PathLike, bytes, bytearray, memoryview)):
+        data = [data]
+    sources, files = [], []
+    for k, d in enumerate(data or (), 1):
+        if not isinstance(d, (bytes, bytearray, memoryview)) and not Path(d).is_file():
+            raise ExternalDataError(f"no data file at {d}; give the .ptd files written with "
+                                    f"the program", file=str(d))
+        src, path = _source(d)
+        files.append(read_data_file(src, path or f"data file {k}"))
+        sources.append(src)
+    return sources, files
 
 
 # `fusion` names -> `lower(fuse=...)`: every fusion, elementwise chains only, op by op.
@@ -119,11 +136,14 @@ class Program:
 
     def __init__(self, source, method: str = "forward", *, backend: str = "webgpu",
                  autotune: bool | None = None, poison: bool = False,
-                 limits: str | dict | None = None):
+                 limits: str | dict | None = None, data=()):
         if backend not in BACKENDS:
             raise InputError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
         self.data, self.path = _source(source)
-        self.program = read_program(self.data)
+        data_sources, data_files = _data_files(data)
+        self.program = read_program(self.data, data_files)
+        # What constants are read from: the .pte, then each data file (ConstantRef.file).
+        self.sources = [self.data, *data_sources]
         self.method_name = method
         self.backend = backend
         self._poison = poison
@@ -138,12 +158,12 @@ class Program:
             if autotune is None:
                 autotune = os.environ.get(ENV, "") not in ("", "0")
             if autotune:   # a measured decode variant (webpte/autotune.py)
-                features = tuned_features(self.program, self.data, method, features)
+                features = tuned_features(self.program, self.sources, method, features)
             self.features = features
             self.plan = plan_method(self.program, method, features, limits=cap)
             # AdapterLimitsError before any buffer is made
             check_plan(self.plan, None if cap is None else device_limits(cap))
-            self.executor = Executor(self.plan, self.data, cap)
+            self.executor = Executor(self.plan, self.sources, cap)
             if poison:
                 self.executor.poison()
         else:
@@ -151,7 +171,7 @@ class Program:
 
             self.plan = plan_method(self.program, method, limits=cap)
             graph, ins, outs, state = method_parts(self.program.method(method))
-            self.executor = ReferenceExecutor(self.plan, graph, ins, outs, self.data, state)
+            self.executor = ReferenceExecutor(self.plan, graph, ins, outs, self.sources, state)
         self._positions = _position_input(self.plan)
         self._dynamic = any(io.dynamic for io in self.program.method(method).inputs)
         self._specialized: dict[tuple, object] = {}
@@ -173,7 +193,7 @@ class Program:
 
                 plan = plan_method(self.program, self.method_name, self.features,
                                    input_shapes=shapes, limits=self.limits)
-                self._specialized[shapes] = Executor(plan, self.data, self.limits)
+                self._specialized[shapes] = Executor(plan, self.sources, self.limits)
                 if self._poison:
                     self._specialized[shapes].poison()
             else:
@@ -182,7 +202,7 @@ class Program:
                 plan = plan_method(self.program, self.method_name, input_shapes=shapes)
                 graph, ins, outs, state = method_parts(self.program.method(self.method_name))
                 self._specialized[shapes] = ReferenceExecutor(
-                    plan, specialize(graph, ins, shapes), ins, outs, self.data, state)
+                    plan, specialize(graph, ins, shapes), ins, outs, self.sources, state)
         return self._specialized[shapes]
 
     @property
@@ -272,7 +292,7 @@ def _describe_io(ios) -> str:
 
 def load(path, method: str = "forward", *, backend: str = "webgpu",
          autotune: bool | None = None, poison: bool = False,
-         limits: str | dict | None = None) -> Program:
+         limits: str | dict | None = None, data=()) -> Program:
     """Load `method` of the `.pte` at `path` (or bytes) onto the default WebGPU device (or
     the numpy reference interpreter: `backend="reference"`). `autotune` (default: the
     WEBPTE_AUTOTUNE environment variable) measures the decode kernel variants on this
@@ -281,9 +301,11 @@ def load(path, method: str = "forward", *, backend: str = "webgpu",
     no kernel writes reads as that NaN (a bool one fails the read); the numpy interpreter
     writes every element and ignores it. `limits`: "default" plans for and creates the device
     with WebGPU's default limits (weights past a binding are split), a dict caps some limits
-    (plan.validate.DEFAULT_LIMITS names); None: the adapter's own."""
+    (plan.validate.DEFAULT_LIMITS names); None: the adapter's own. `data`: the external data
+    files (`.ptd`, paths or bytes) the program keeps constants in; a constant none of them
+    holds is an ExternalDataError naming its key."""
     return Program(path, method, backend=backend, autotune=autotune, poison=poison,
-                   limits=limits)
+                   limits=limits, data=data)
 
 
 def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,
@@ -291,6 +313,9 @@ def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,
     """A JSON-able description of a program: methods, memory, ops, policy."""
     plans = dict(plans or {})
     out: dict = {"file": path, "bytes": prog.file_size, "methods": {}, "constant_methods": {}}
+    if prog.data_files:
+        out["data_files"] = [{"file": f.name, "bytes": f.size, "keys": len(f.entries)}
+                             for f in prog.data_files]
     all_ok = True
     for name, m in prog.methods.items():
         if m.is_constant:
@@ -352,7 +377,8 @@ def describe(prog: PteProgram, plans: dict[str, Plan] | None = None,
     return out
 
 
-def inspect(path: str | os.PathLike) -> dict:
-    """Describe a `.pte` without a GPU (plans are made, nothing is uploaded)."""
-    data, p = _source(path)
-    return describe(read_program(data), path=p)
+def inspect(path: str | os.PathLike, data=()) -> dict:
+    """Describe a `.pte` (with its external data files, `data`) without a GPU (plans are
+    made, nothing is uploaded)."""
+    source, p = _source(path)
+    return describe(read_program(source, _data_files(data)[1]), path=p)

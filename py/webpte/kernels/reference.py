@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import InputError, PlanError, UnsupportedOpError
 from ..plan.storage import storage_of
+from ..pte.data_file import file_source
 from ..pte.graph import DType, Graph, SymIntValue, TensorValue
 from .common import Args
 from .registry import check_graph_args, missing_ops, registry
@@ -82,7 +83,7 @@ def load_constant(graph: Graph, data, t: TensorValue) -> np.ndarray:
     if ref.nbytes == 0:
         return np.zeros(t.dims, dtype)
     n = t.numel * np.dtype(dtype).itemsize
-    raw = bytes(data[ref.offset: ref.offset + n])
+    raw = bytes(file_source(data, ref.file, "reference")[ref.offset: ref.offset + n])
     return np.frombuffer(raw, dtype).reshape(t.dims)
 
 

@@ -14,6 +14,7 @@ from ..errors import InputError, PlanError
 from ..plan.interleave import interleave
 from ..plan.model import IOSpec, Plan
 from ..plan.validate import validate_plan
+from ..pte.data_file import file_source
 from .device import check_features, device_limits, get_device
 
 # The word `Executor.poison` fills buffers with: a NaN as f32, and no kernel's NaN (theirs are
@@ -66,7 +67,9 @@ class Executor:
     """A Plan made real on one wgpu device."""
 
     def __init__(self, plan: Plan, data=None, limits: dict[str, int] | None = None):
-        """`limits`: a cap (plan.validate.resolve_limits) the device is created within."""
+        """`data`: the bytes constants are uploaded from: the .pte's, or a list of the .pte's
+        then each data file's (a file init's `"file"` indexes it). `limits`: a cap
+        (plan.validate.resolve_limits) the device is created within."""
         import wgpu
 
         self.plan = plan
@@ -146,7 +149,7 @@ class Executor:
             if data is None:
                 raise PlanError(f"buffer {b.label} needs file bytes; load with the program data")
             parts = init["parts"] if init["kind"] == "file_parts" else [init]
-            raw = b"".join(bytes(data[p["offset"]: p["offset"] + p["nbytes"]]) for p in parts)
+            raw = b"".join(_file_range(data, p, b.label) for p in parts)
             if init.get("interleave") is not None:
                 raw = interleave(raw, init["interleave"])
             if init.get("convert") == "u8_to_u32":
@@ -291,6 +294,17 @@ class Executor:
     def read_buffer(self, buffer_id: int) -> bytes:
         """Bytes of any plan buffer (tests and debugging; allocates a staging copy)."""
         return bytes(self.device.queue.read_buffer(self.buffers[buffer_id]))
+
+
+def _file_range(data, part: dict, label: str) -> bytes:
+    """The bytes of a file init (or one of its parts) from the file it names (`"file"`: 0
+    the .pte, k the k-th data file; `data` one source or the list of them)."""
+    src = file_source(data, part.get("file", 0), f"buffer {label}")
+    end = part["offset"] + part["nbytes"]
+    if end > len(src):
+        raise PlanError(f"buffer {label} reads bytes up to {end} of a {len(src)}-byte file; "
+                        f"plan and load with the same files")
+    return bytes(src[part["offset"]: end])
 
 
 def narrow_i64(raw: bytes, label: str) -> bytes:

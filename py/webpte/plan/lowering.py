@@ -101,6 +101,8 @@ class Lowering:
                 init = ({"kind": "file", "offset": ref.offset, "nbytes": ref.nbytes,
                          "convert": file_convert(v, ref.nbytes)}
                         if ref.nbytes else {"kind": "zeros"})
+                if ref.nbytes and ref.file:   # an external data file's bytes (.ptd)
+                    init["file"] = ref.file
                 self._constant_bufs[key] = self._new(storage_bytes(v), "constant",
                                                      f"const{v.constant_id}", init)
             b = self._constant_bufs[key]
@@ -124,8 +126,9 @@ class Lowering:
             if (ref is None or file_convert(v, ref.nbytes) is not None
                     or ref.nbytes != storage_bytes(v) or not 0 < nbytes <= ref.nbytes):
                 raise PlanError(f"{self._where()}: value {vid} cannot join a constant buffer")
-            parts.append({"offset": ref.offset, "nbytes": nbytes})
-        key = ("joined", tuple((p["offset"], p["nbytes"]) for p in parts),
+            parts.append({"offset": ref.offset, "nbytes": nbytes}
+                         | ({"file": ref.file} if ref.file else {}))
+        key = ("joined", tuple((p.get("file", 0), p["offset"], p["nbytes"]) for p in parts),
                tuple(sorted((interleave or {}).items())))
         if key not in self._constant_bufs:
             init = {"kind": "file_parts", "parts": parts}

@@ -151,7 +151,7 @@ class _Builder:
             cid = -1
             if v.constant is not None:
                 cid = len(self.constants)
-                self.constants.append(ConstantRef(v.constant[0], v.constant[1], v.name))
+                self.constants.append(v.constant)
             elif v.planned:
                 self.planned.add(i)
                 if v.mem is not None:

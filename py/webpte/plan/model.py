@@ -21,9 +21,10 @@ class BufferSpec:
     role: str                      # constant | activation | input | output | state | scalar
     label: str = ""
     # None (no initial content), {"kind": "zeros"},
-    # {"kind": "file", "offset": int, "nbytes": int, "convert": None | "u8_to_u32" | "i64_to_i32"},
+    # {"kind": "file", "offset": int, "nbytes": int, "convert": None | "u8_to_u32" | "i64_to_i32",
+    #  "file"?: int} (`file`: 0 or absent the .pte, k the k-th external data file, .ptd),
     # {"kind": "words", "words": [u32, ...]} (per-dispatch scalars, little endian),
-    # {"kind": "file_parts", "parts": [{"offset", "nbytes"}, ...], "interleave"?: {...}}
+    # {"kind": "file_parts", "parts": [{"offset", "nbytes", "file"?}, ...], "interleave"?: {...}}
     # (file ranges back to back; `interleave`: rows regrouped, plan.interleave)
     init: dict | None = None
     values: list[int] = field(default_factory=list)  # graph value ids held (dedicated buffers)

@@ -91,7 +91,8 @@ def _init(init, size: int, i: int) -> None:
     if kind == "file_parts":   # file ranges back to back (Lowering.joined_constant)
         parts = _list(init.get("parts"), f"buffer {i} parts")
         if not parts or not all(isinstance(p, dict) and _count(p.get("offset"))
-                                and _count(p.get("nbytes")) for p in parts):
+                                and _count(p.get("nbytes")) and _count(p.get("file", 0))
+                                for p in parts):
             _fail(f"buffer {i} file parts")
         need = sum(p["nbytes"] for p in parts)
         if "interleave" in init:
@@ -104,7 +105,8 @@ def _init(init, size: int, i: int) -> None:
         return
     if kind != "file":
         _fail(f"buffer {i} init kind {kind!r:.20}")
-    if not (_count(init.get("offset")) and _count(init.get("nbytes"))):
+    if not (_count(init.get("offset")) and _count(init.get("nbytes"))
+            and _count(init.get("file", 0))):   # file: 0 the .pte, k the k-th data file
         _fail(f"buffer {i} file range")
     convert = init.get("convert")
     if convert not in _CONVERT_SIZE:

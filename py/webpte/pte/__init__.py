@@ -1,9 +1,11 @@
-"""Reader of ExecuTorch `.pte` programs and their VK00 (Vulkan-delegate) graphs."""
+"""Reader of ExecuTorch `.pte` programs, their VK00 (Vulkan-delegate) graphs and their
+external data files (`.ptd`)."""
 
-from ..errors import PteFormatError
+from ..errors import ExternalDataError, PteFormatError
+from .data_file import DataFile, read_data_file
 from .graph import ConstantRef, DType, Graph, OpCall, SymIntValue, TensorValue, ValueList
 from .reader import DelegateCall, Method, MethodIO, PteProgram, open_source, read_program
 
-__all__ = ["PteFormatError", "ConstantRef", "DType", "Graph", "OpCall", "SymIntValue",
-           "TensorValue", "ValueList", "DelegateCall", "Method", "MethodIO", "PteProgram",
-           "open_source", "read_program"]
+__all__ = ["ExternalDataError", "PteFormatError", "ConstantRef", "DataFile", "DType", "Graph",
+           "OpCall", "SymIntValue", "TensorValue", "ValueList", "DelegateCall", "Method",
+           "MethodIO", "PteProgram", "open_source", "read_data_file", "read_program"]

@@ -75,16 +75,18 @@ class OpCall:
 
 @dataclass(frozen=True)
 class ConstantRef:
-    """Where a constant's bytes live in the .pte file (absolute byte range)."""
+    """Where a constant's bytes live: an absolute byte range of file `file` (0: the .pte,
+    k: the k-th external data file the program was loaded with)."""
 
     offset: int
     nbytes: int
     key: str | None = None
+    file: int = 0
 
 
 @dataclass
 class Graph:
-    """A VK00 graph. Constants are byte ranges of the file, never loaded here."""
+    """A VK00 graph. Constants are byte ranges of the files, never loaded here."""
 
     values: list[Value]
     chain: list[OpCall]

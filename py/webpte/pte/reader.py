@@ -1,7 +1,8 @@
 """Read an ExecuTorch `.pte` container and the VK00 graphs of its delegates.
 
 Only the flatbuffer regions are copied into Python; constant data stays in the
-file and is described by absolute byte ranges (`ConstantRef`).
+file (or in the external data files, `.ptd`, a program keeps constants in) and is
+described by absolute byte ranges of one file (`ConstantRef`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError, PteFormatError
 from ._fb import FbTable, root
-from .graph import Graph
+from .data_file import DataFile, DataMap
+from .graph import ConstantRef, Graph
 from .vkgraph import FileBlob, check_dims, read_vk_blob
 
 # ExecuTorch ScalarType codes -> numpy dtype names (program-level tensors).
@@ -65,14 +67,14 @@ class KernelCall:
 class ProgramTensor:
     """A tensor of the execution plan's values.
 
-    `constant`: the file byte range of its data (a constant of the program), else None.
+    `constant`: where its data lies (a constant of the program), else None.
     `planned`: the runtime allocates it at load (allocation_info) — a mutable buffer (KV
     cache) when no instruction of the method writes it as an output before it is read.
     """
 
     dtype: str
     sizes: tuple[int, ...]
-    constant: tuple[int, int] | None = None
+    constant: ConstantRef | None = None
     planned: bool = False
     name: str | None = None
     # (memory_id, byte offset) of a planned tensor: tensors whose byte ranges in one memory
@@ -152,6 +154,8 @@ class PteProgram:
     methods: dict[str, Method]
     file_size: int
     segment_base_offset: int
+    # The external data files its constants were looked up in (ConstantRef.file k: k-1).
+    data_files: list[DataFile] = field(default_factory=list)
 
     def method(self, name: str) -> Method:
         if name not in self.methods:
@@ -169,10 +173,12 @@ def open_source(path: str | os.PathLike):
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def read_program(data) -> PteProgram:
-    """Parse a `.pte` held in `data` (bytes, bytearray, memoryview or mmap).
+def read_program(data, data_files: list[DataFile] | tuple = ()) -> PteProgram:
+    """Parse a `.pte` held in `data` (bytes, bytearray, memoryview or mmap); constants it
+    keeps outside the file are looked up in `data_files` (`data_file.read_data_file`).
 
-    Raises `PteFormatError` for any malformed input.
+    Raises `PteFormatError` for any malformed input, `ExternalDataError` for a constant no
+    data file (rightly) holds.
     """
     size = len(data)
     head = bytes(data[0:40])
@@ -199,14 +205,15 @@ def read_program(data) -> PteProgram:
     ctx.segments = [_segment(t, ctx) for t in prog.tables(4, "segments")]
     ctx.inline = prog.tables(3, "backend_delegate_data")
     ctx.constant_segment = _constant_segment(prog.table(5, "constant_segment"), ctx)
-    ctx.named = {}
+    own = {}
     for t in prog.tables(7, "named_data"):
         key = t.string(0, "key")
         idx = t.scalar(1, "u32")
         if key is None or idx >= len(ctx.segments):
             raise PteFormatError(f"named data {key!r} points at segment {idx} of "
                                  f"{len(ctx.segments)}", field="named_data")
-        ctx.named[key] = ctx.segments[idx]
+        own[key] = ctx.segments[idx]
+    ctx.named = DataMap(own, data_files)
     methods: dict[str, Method] = {}
     for plan in prog.tables(1, "execution_plan"):
         m = _method(plan, ctx)
@@ -215,7 +222,8 @@ def read_program(data) -> PteProgram:
         methods[m.name] = m
     if not methods:
         raise PteFormatError("program has no methods", field="execution_plan")
-    return PteProgram(methods=methods, file_size=size, segment_base_offset=seg_base)
+    return PteProgram(methods=methods, file_size=size, segment_base_offset=seg_base,
+                      data_files=list(data_files))
 
 
 class _Ctx:
@@ -225,7 +233,7 @@ class _Ctx:
         self.seg_base = seg_base
         self.segments: list[tuple[int, int]] = []
         self.inline: list[FbTable] = []
-        self.named: dict[str, tuple[int, int]] = {}
+        self.named = DataMap({})
         self.constant_segment: tuple[int, list[int]] | None = None
 
 
@@ -331,6 +339,7 @@ def _evalue_io(t: FbTable, idx: int) -> MethodIO:
     return MethodIO(idx, kind or "null")
 
 
+_EXTERNAL = 1   # ExtraTensorInfo.location: the data is in an external file, keyed by name
 _SCALAR_SIZES = {"uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2,
                  "float32": 4, "float64": 8, "bool": 1}
 
@@ -358,8 +367,18 @@ def _evalue(t: FbTable, idx: int, n: int, ctx: _Ctx, method: str):
                                  f"{len(io.shape)} dims", field=where)
         extra = body.table(9, "extra_tensor_info")
         fqn = extra.string(1, "fully_qualified_name") if extra is not None else None
+        external = extra is not None and extra.scalar(2, "u8") == _EXTERNAL
         constant = None
-        if buffer_idx and not planned:
+        if external and not planned:
+            if not fqn:
+                raise PteFormatError("an external constant has no fully qualified name",
+                                     field=where)
+            nbytes = _SCALAR_SIZES[io.dtype]
+            for d in io.shape:
+                nbytes *= d
+            constant = ctx.named.constant(fqn, nbytes, f"{method} constant {fqn!r}",
+                                          io.dtype, io.shape)
+        elif buffer_idx and not planned:
             seg = ctx.constant_segment
             if seg is None or buffer_idx >= len(seg[1]):
                 raise PteFormatError(f"tensor data {buffer_idx} outside the constant segment",
@@ -371,7 +390,7 @@ def _evalue(t: FbTable, idx: int, n: int, ctx: _Ctx, method: str):
             if start + nbytes > ctx.size:
                 raise PteFormatError(f"constant {start}+{nbytes} runs past the file end",
                                      field=where)
-            constant = (start, nbytes)
+            constant = ConstantRef(start, nbytes, fqn)
         return ProgramTensor(io.dtype, io.shape, constant, planned, fqn, mem,
                              order or None)
     if tag == 6:

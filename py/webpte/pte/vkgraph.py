@@ -6,6 +6,7 @@ import struct
 
 from ..errors import PteFormatError
 from ._fb import FbTable, root
+from .data_file import DataMap
 from .graph import ConstantRef, DType, Graph, OpCall, SymIntValue, TensorValue, Value, ValueList
 
 _MAX_RANK = 16
@@ -40,7 +41,8 @@ class FileBlob:
         return bytes(self.data[self.start + off: self.start + off + size])
 
 
-def read_vk_blob(blob: FileBlob, named: dict, method: str) -> Graph:
+def read_vk_blob(blob: FileBlob, named: DataMap, method: str) -> Graph:
+    """The graph of one delegate blob; named constants' bytes are looked up in `named`."""
     head = blob.read(0, 30, "delegate header")
     if head[4:8] != b"VH00":
         raise PteFormatError(f"delegate header magic {head[4:8]!r}, expected b'VH00'",
@@ -59,14 +61,10 @@ def read_vk_blob(blob: FileBlob, named: dict, method: str) -> Graph:
     for i, c in enumerate(g.tables(5, "constants")):
         off, length, key = c.scalar(0, "u64"), c.scalar(1, "u64"), c.string(2, "named_key")
         if off == _NO_OFFSET or key:
-            if key not in named:
-                raise PteFormatError(f"constant {i} names missing data {key!r}",
+            if not key:
+                raise PteFormatError(f"constant {i} has neither an offset nor a key",
                                      field=f"constants[{i}]")
-            start, size = named[key]
-            if length > size:
-                raise PteFormatError(f"constant {i} wants {length} bytes of a {size}-byte segment",
-                                     field=f"constants[{i}]")
-            constants.append(ConstantRef(start, length, key))
+            constants.append(named.constant(key, length, f"{method} constant {i}"))
         else:
             if off + length > bytes_size:
                 raise PteFormatError(f"constant {i} {off}+{length} outside {bytes_size} bytes",

@@ -1,0 +1,186 @@
+"""External data files (`.ptd`): the FlatTensor reader, programs whose constants live in them
+(program constants keyed by name, delegate constants keyed by sha256, sharded over two
+files) on the device and on the numpy interpreter against eager PyTorch, and the typed
+errors of a missing, wrong or malformed data file.
+
+Fixtures: tests/fixtures/ptd, made by tools/export_ptd.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import webpte
+from test_semantics import check_outputs
+from webpte.cli import main
+from webpte.errors import ExternalDataError, PlanError
+from webpte.native.executor import _file_range
+from webpte.plan.model import Plan
+from webpte.program import plan_method
+from webpte.pte import open_source, read_data_file, read_program
+from webpte.web_glue import RangeSource
+
+PTD = Path(__file__).parent / "fixtures" / "ptd"
+ROUTES = {"program": ["program.ptd"], "delegate": ["delegate_0.ptd", "delegate_1.ptd"]}
+
+
+def _files(route: str) -> list[Path]:
+    return [PTD / f for f in ROUTES[route]]
+
+
+def _reference():
+    z = np.load(PTD / "ptd.npz")
+    return [z["input_0"]], [z["output_0"]]
+
+
+# -- tier 0: the reader and the plan ------------------------------------------------------
+
+def test_reader_gives_each_key_its_range_and_layout():
+    f = read_data_file(open_source(PTD / "program.ptd"), "program.ptd")
+    assert set(f.entries) == {"fc.weight", "fc.bias", "scale"}
+    w = f.entries["fc.weight"]
+    assert (w.dtype, w.sizes, w.nbytes) == ("float32", (5, 7), 140)
+    raw = (PTD / "program.ptd").read_bytes()
+    assert all(e.offset + e.nbytes <= len(raw) for e in f.entries.values())
+    # The bytes at the range are the weight's: the fixture's eager output is relu(x W^T + b) s.
+    x, (y,) = _reference()
+    get = {k: np.frombuffer(raw[e.offset: e.offset + e.nbytes], np.float32).reshape(e.sizes)
+           for k, e in f.entries.items()}
+    want = np.maximum(x[0] @ get["fc.weight"].T + get["fc.bias"], 0) * get["scale"]
+    np.testing.assert_allclose(want, y, rtol=1e-5, atol=1e-6)
+
+
+def test_reader_reads_only_the_header_and_flatbuffer():
+    raw = (PTD / "delegate_0.ptd").read_bytes()
+    src = RangeSource(len(raw), lambda a, b: raw[a:b])
+    f = read_data_file(src, "delegate_0.ptd")
+    assert f.entries
+    data = min(e.offset for e in f.entries.values())
+    assert src.bytes_read <= data, "the reader touched constant bytes"
+
+
+def test_delegate_keys_are_the_sha256_of_their_bytes():
+    import hashlib
+
+    for name in ROUTES["delegate"]:
+        raw = (PTD / name).read_bytes()
+        for key, e in read_data_file(raw, name).entries.items():
+            assert key == hashlib.sha256(raw[e.offset: e.offset + e.nbytes]).hexdigest()
+            assert e.dtype is None
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_plan_points_each_constant_at_its_file(route):
+    files = [read_data_file(open_source(p), p.name) for p in _files(route)]
+    plan = plan_method(read_program(open_source(PTD / f"{route}.pte"), files))
+    inits = [b.init for b in plan.buffers if b.init and b.init["kind"] == "file"]
+    assert inits and all(i.get("file", 0) >= 1 for i in inits)
+    assert {i["file"] for i in inits} == set(range(1, len(files) + 1))
+    for i in inits:
+        f = files[i["file"] - 1]
+        assert any((e.offset, e.nbytes) == (i["offset"], i["nbytes"]) for e in f.entries.values())
+    assert Plan.from_json(plan.to_json()).to_json() == plan.to_json()
+
+
+def test_plan_json_refuses_a_bad_file_index():
+    plan = plan_method(read_program(open_source(PTD / "program.pte"),
+                                    [read_data_file(open_source(PTD / "program.ptd"), "p")]))
+    doc = json.loads(plan.to_json())
+    b = next(b for b in doc["buffers"] if b.get("init") and b["init"]["kind"] == "file")
+    for bad in (-1, 1.0, "1"):
+        b["init"]["file"] = bad
+        with pytest.raises(PlanError, match="file range"):
+            Plan.from_json(json.dumps(doc))
+
+
+# -- running ---------------------------------------------------------------------------------
+
+@pytest.fixture(params=["webgpu", "reference"])
+def backend(request):
+    if request.param == "webgpu":
+        request.getfixturevalue("gpu")
+    return request.param
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_external_constants_match_eager(route, backend):
+    ins, want = _reference()
+    prog = webpte.load(PTD / f"{route}.pte", backend=backend, data=_files(route), poison=True)
+    check_outputs(prog.run(*ins), want, route)
+
+
+def test_data_files_as_bytes_in_any_order():
+    ins, want = _reference()
+    data = [p.read_bytes() for p in reversed(_files("delegate"))]
+    prog = webpte.load((PTD / "delegate.pte").read_bytes(), backend="reference", data=data)
+    check_outputs(prog.run(*ins), want, "delegate, shards reversed")
+
+
+# -- typed errors ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_no_data_file_names_the_key(route):
+    with pytest.raises(ExternalDataError, match="none was given") as e:
+        webpte.load(PTD / f"{route}.pte", backend="reference")
+    assert e.value.key and e.value.key in str(e.value) and e.value.file is None
+    assert "malformed" not in str(e.value)
+
+
+def test_a_missing_shard_names_the_key_and_the_files_given():
+    with pytest.raises(ExternalDataError, match="delegate_1.ptd") as e:
+        webpte.load(PTD / "delegate.pte", backend="reference", data=[PTD / "delegate_1.ptd"])
+    assert e.value.key in read_data_file((PTD / "delegate_0.ptd").read_bytes(), "x").entries
+
+
+def test_another_programs_data_file_names_the_key_and_file():
+    # Same keys, other tensors: fc.weight is f32[6, 7] in other.ptd.
+    with pytest.raises(ExternalDataError, match="other.ptd") as e:
+        webpte.load(PTD / "program.pte", backend="reference", data=[PTD / "other.ptd"])
+    assert e.value.key == "fc.weight" and e.value.file.endswith("other.ptd")
+    # The delegate's keys are not in the program's file at all.
+    with pytest.raises(ExternalDataError, match="none of the data files") as e:
+        webpte.load(PTD / "delegate.pte", backend="reference", data=[PTD / "program.ptd"])
+
+
+def test_a_file_that_is_no_ptd_is_named():
+    for bad in (PTD / "program.pte", PTD / "ptd.npz"):
+        with pytest.raises(ExternalDataError, match="not a well-formed .ptd") as e:
+            webpte.load(PTD / "program.pte", backend="reference", data=[bad])
+        assert e.value.file == str(bad)
+    raw = (PTD / "program.ptd").read_bytes()
+    with pytest.raises(ExternalDataError, match="truncated.ptd"):
+        read_data_file(raw[:300], "truncated.ptd")
+    with pytest.raises(ExternalDataError, match="no data file at"):
+        webpte.load(PTD / "program.pte", backend="reference", data=[PTD / "absent.ptd"])
+
+
+def test_a_key_in_two_files_is_refused():
+    with pytest.raises(ExternalDataError, match="both hold"):
+        webpte.load(PTD / "program.pte", backend="reference",
+                    data=[PTD / "program.ptd", PTD / "program.ptd"])
+
+
+def test_an_executor_without_the_data_file_says_so():
+    with pytest.raises(ExternalDataError, match="data file 2"):
+        _file_range([b"pte", b"ptd"], {"offset": 0, "nbytes": 1, "file": 2}, "w")
+    with pytest.raises(PlanError, match="same files"):
+        _file_range([b"pte", b"ptd"], {"offset": 2, "nbytes": 4, "file": 1}, "w")
+
+
+# -- the command line --------------------------------------------------------------------------
+
+def test_cli_run_and_inspect_take_data_files(capsys):
+    files = [a for f in _files("delegate") for a in ("--data", str(f))]
+    assert main(["run", str(PTD / "delegate.pte"), "--backend", "reference", "--inputs",
+                 str(PTD / "ptd.npz"), "--tolerance", "1e-5", *files]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(PTD / "program.pte"), "--data", str(PTD / "program.ptd")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [f["keys"] for f in out["data_files"]] == [3]
+    assert out["methods"]["forward"]["policy"]["ok"]
+    assert main(["inspect", str(PTD / "program.pte")]) == 2
+    assert "'fc.weight'" in capsys.readouterr().err
