@@ -55,7 +55,7 @@ def run_graph_both(graph, blob, inputs, *, poison: bool = True):
     if poison:
         ex.poison()
     native = ex.run(inputs)
-    env = run_reference(graph, dict(zip(graph.input_ids, inputs)), blob)
+    env = run_reference(graph, dict(zip(graph.input_ids, inputs, strict=True)), blob)
     ref = [env.get(v) for v in graph.output_ids]
     return native, ref
 
@@ -70,7 +70,7 @@ def assert_plans_bitwise(graph, blob, inputs, plans: dict, *, rel: float = 1e-6)
         ex.poison()
         outs[name] = ex.run(inputs)
     (first, base), *others = outs.items()
-    env = run_reference(graph, dict(zip(graph.input_ids, inputs)), blob)
+    env = run_reference(graph, dict(zip(graph.input_ids, inputs, strict=True)), blob)
     for i, a in enumerate(base):
         for name, out in others:
             assert a.tobytes() == out[i].tobytes(), f"output {i}: {first} differs from {name}"

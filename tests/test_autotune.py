@@ -63,7 +63,7 @@ def test_measured_once_then_read_from_the_cache(gpu, cache, monkeypatch):
     # Every variant computes the same outputs: the tuned plan's are the untuned plan's.
     plain = load(DECODER, autotune=False)
     xs = _inputs(plain)
-    for a, b in zip(tuned.run(*xs), plain.run(*xs)):
+    for a, b in zip(tuned.run(*xs), plain.run(*xs), strict=True):
         assert a.tobytes() == b.tobytes()
 
 

@@ -95,8 +95,8 @@ def test_fused_outputs_are_bitwise_unfused(gpu, name, monkeypatch):
     state: dict = {}
     for i, inputs in enumerate(_calls(path, fused.plan)):
         a, b = unfused.run(*inputs), fused.run(*inputs)
-        env = run_reference(fwd.graph, dict(zip(in_ids, inputs)), fused.data, state)
-        for j, (x, y) in enumerate(zip(a, b)):
+        env = run_reference(fwd.graph, dict(zip(in_ids, inputs, strict=True)), fused.data, state)
+        for j, (x, y) in enumerate(zip(a, b, strict=True)):
             assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), \
                 f"{name} call {i} output {j}: fused differs from unfused"
             assert_close(y, env.get(out_ids[j]), rel=1e-4,
@@ -134,7 +134,7 @@ def test_diamond_matches_reference(gpu):
         g, blob = _diamond(shared)
         x = np.random.default_rng(3).standard_normal((3, 5)).astype(np.float32)
         native, ref = run_graph_both(g, blob, [x])
-        for o, r in zip(native, ref):
+        for o, r in zip(native, ref, strict=True):
             assert o.tobytes() == r.astype(o.dtype).tobytes()
 
 
@@ -215,7 +215,7 @@ def test_chain_ending_in_quantize_is_one_exact_dispatch(gpu, shape, out_dtype, s
         ex = Executor(plan, blob)
         ex.poison()
         outs.append(ex.run([x, y])[0])
-    env = run_reference(g, dict(zip(g.input_ids, [x, y])), blob)
+    env = run_reference(g, dict(zip(g.input_ids, [x, y], strict=True)), blob)
     ref = env.get(g.output_ids[0])
     assert outs[0].dtype == outs[1].dtype and outs[0].tobytes() == outs[1].tobytes(), \
         "fused differs from unfused"
@@ -229,7 +229,7 @@ def test_quantized_chains_with_different_scales_share_one_pipeline():
     b = GraphBuilder()
     xs = [b.tensor(np.float32, (3, 7)) for _ in range(4)]   # two pairs: no shared input
     outs = []
-    for (x, y), (scale, zp) in zip((xs[:2], xs[2:]), ((0.05, 3), (0.25, -1))):
+    for (x, y), (scale, zp) in zip((xs[:2], xs[2:]), ((0.05, 3), (0.25, -1)), strict=True):
         a, q = b.tensor(np.float32, (3, 7)), b.tensor(np.int8, (3, 7))
         b.op("aten.add.Tensor", x, y, b.scalar(1), a)
         _quantize(b, a, scale, zp, -128, 127, q)
@@ -328,7 +328,7 @@ def test_broadcast_operands_fuse_bitwise(gpu):
     arrays = [rng.standard_normal(s).astype(np.float32)
               for s in ((1, 4, 3, 8), (1, 4, 3, 8), (1, 4, 1, 1))]
     native, ref = run_graph_both(g, blob, arrays)
-    for o, r in zip(native, ref):
+    for o, r in zip(native, ref, strict=True):
         assert o.tobytes() == r.astype(np.float32).tobytes()
 
 
@@ -364,5 +364,5 @@ def test_rms_norm_runs_in_its_chain_bitwise(gpu, shared, features):
         ex = Executor(plan, blob)
         ex.poison()
         outs.append(ex.run([x]))
-    for a, b in zip(*outs):
+    for a, b in zip(*outs, strict=True):
         assert a.tobytes() == b.tobytes()

@@ -60,7 +60,7 @@ def test_dual_outputs_are_bitwise_unfused(gpu, name, monkeypatch):
     state: dict = {}
     for i, inputs in enumerate(_calls(path, fused.plan)):
         outs = {mode: p.run(*inputs) for mode, p in plans.items()}
-        env = run_reference(fwd.graph, dict(zip(in_ids, inputs)), fused.data, state)
+        env = run_reference(fwd.graph, dict(zip(in_ids, inputs, strict=True)), fused.data, state)
         for j, y in enumerate(outs["1"]):
             for mode in ("0", "elementwise"):
                 x = outs[mode][j]
@@ -123,7 +123,7 @@ def test_dual_pair_exact(gpu, features, case):
         ex.poison()
         outs.append(ex.run(xs)[0])
     assert outs[0].tobytes() == outs[1].tobytes(), "dual kernel differs from unfused"
-    ref = run_reference(g, dict(zip(g.input_ids, xs)), blob).get(g.output_ids[0])
+    ref = run_reference(g, dict(zip(g.input_ids, xs, strict=True)), blob).get(g.output_ids[0])
     assert_close(outs[0], ref, rel=1e-6, what="dual linear vs numpy")
 
 
@@ -271,7 +271,7 @@ def test_dual_epilogue_exact(gpu, features, case, ops, n_fused, n_unfused):
     for other in outs[1:]:
         assert outs[0].dtype == other.dtype and outs[0].tobytes() == other.tobytes(), \
             "dual epilogue differs from unfused"
-    ref = run_reference(g, dict(zip(g.input_ids, inputs)), blob).get(g.output_ids[0])
+    ref = run_reference(g, dict(zip(g.input_ids, inputs, strict=True)), blob).get(g.output_ids[0])
     if outs[0].dtype == np.int8:
         assert outs[0].tobytes() == ref.tobytes(), "quantized epilogue differs from numpy"
     else:
@@ -354,5 +354,5 @@ def test_f32_products_are_the_integer_dot(gpu, m, k, n, fill):
     dot4 = VARIANTS[1].values[0][0]   # the f32 products win over dot4 in this kernel alone
     assert "dot4I8Packed" not in lower(g, features=[dot4, "q8_f32:on"]).kernels[0].wgsl
     assert "dot4I8Packed" in lower(g, features=[dot4]).kernels[0].wgsl
-    ref = run_reference(g, dict(zip(g.input_ids, xs)), blob).get(g.output_ids[0])
+    ref = run_reference(g, dict(zip(g.input_ids, xs, strict=True)), blob).get(g.output_ids[0])
     assert_close(outs["q8_f32:on"], ref, rel=1e-6, what="f32-product dual linear vs numpy")

@@ -42,8 +42,8 @@ def _bitwise(g, blob, inputs):
         ex = Executor(plan, blob)
         ex.poison()
         outs.append(ex.run(inputs))
-    env = run_reference(g, dict(zip(g.input_ids, inputs)), blob)
-    for n, (a, b) in enumerate(zip(*outs)):
+    env = run_reference(g, dict(zip(g.input_ids, inputs, strict=True)), blob)
+    for n, (a, b) in enumerate(zip(*outs, strict=True)):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), \
             f"output {n}: fused differs from unfused"
         assert_close(a, env.get(g.output_ids[n]), exact=True, what=f"output {n} vs numpy")

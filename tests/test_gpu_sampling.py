@@ -78,7 +78,7 @@ def test_readouts_match_the_host_order(gpu, rng, rows, vocab, variant):
 
 
 def _first_diff(a, b):
-    return next((i, x, y) for i, (x, y) in enumerate(zip(a, b)) if x != y)
+    return next((i, x, y) for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
 
 
 def test_passes_take_any_vocabulary_to_one_tile():

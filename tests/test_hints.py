@@ -53,7 +53,7 @@ def test_the_gpu_plan_of_a_decoder_gives_the_cpu_plans_outputs(gpu):
               else np.zeros(s.shape, s.dtype) for s in plans["CPU"].inputs]
     assert "sdpa_serial" in names["CPU"] and "sdpa_attention" in names["GPU"]
     outs = {t: Executor(p, data).run(inputs) for t, p in plans.items()}
-    for a, b in zip(outs["CPU"], outs["GPU"]):
+    for a, b in zip(outs["CPU"], outs["GPU"], strict=True):
         # int32 accumulators and the same epilogues; only attention's per-tile sum of exp is
         # added in another order (serial vs tree), which moves the logits by float rounding.
         assert_close(a, b, rel=1e-5, what="CPU plan vs GPU plan")

@@ -33,7 +33,7 @@ def test_window_plan_covers_every_position_once_in_order(n):
     starts = window_starts(n, 4, 512)
     assert starts[0] == 0 and starts[-1] == n - 4          # last window ends at the newest
     assert _covered(starts, 4) == list(range(n))
-    assert all(b - a == 4 for a, b in zip(starts[:-2], starts[1:-1]))
+    assert all(b - a == 4 for a, b in zip(starts[:-2], starts[1:-1], strict=True))
     assert 0 < starts[-1] - starts[-2] <= 4 if len(starts) > 1 else True
     assert len(starts) == -(-n // 4)
 

@@ -91,7 +91,7 @@ def test_serial_cache_attention(gpu, rng, hq, hkv, d, ctx, start, chunk):
         ref = tiled_attention_reference(q, kc, vc, 1 / np.sqrt(d), n_keys, serial=True)
     assert_close(native[1], ref.transpose(0, 2, 1, 3), rel=1e-6, what="serial kernel")
     # The prefill call (start rows) and the window both agree with the tiled kernel.
-    for a, b in zip(native, tiled):
+    for a, b in zip(native, tiled, strict=True):
         assert_close(a, b, rel=1e-5, what="serial vs tiled")
 
 

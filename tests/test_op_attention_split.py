@@ -51,7 +51,7 @@ def test_split_cache_attention_matches_its_reference(gpu, rng, hq, hkv, d, ctx, 
     xs = _sdpa_inputs(rng, 0, start, hq, hkv, d) + _sdpa_inputs(rng, start, s, hq, hkv, d)
     plan, native = _run(g, blob, xs, chunk)
     assert sum("sdpa_combine" in k.name for k in plan.kernels) == 2
-    env = run_reference(g, dict(zip(g.input_ids, xs)), blob)
+    env = run_reference(g, dict(zip(g.input_ids, xs, strict=True)), blob)
     # The window's own output against the split arithmetic over the same cache rows.
     q, k, v = (x[0].transpose(1, 0, 2)[None] for x in xs[5:8])
     kc = np.concatenate([xs[2][0], xs[6][0]]).transpose(1, 0, 2)[None]

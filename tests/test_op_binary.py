@@ -138,7 +138,7 @@ def test_int_division_exact(gpu, rng, mode):
     y.flat[0], x.flat[1], y.flat[1] = 0, -2 ** 31, -1
     (out,), (ref,) = run_graph_both(g, blob, [x, y])
     py = [(a if b == 0 else a if (a, b) == (-2 ** 31, -1) else
-           a // b if mode == "floor" else int(a / b)) for a, b in zip(x.flat, y.flat)]
+           a // b if mode == "floor" else int(a / b)) for a, b in zip(x.flat, y.flat, strict=True)]
     assert_close(ref, np.array(py, np.int64).astype(np.int32).reshape(shape), exact=True,
                  what="reference vs python")
     assert_close(out, ref, exact=True, what=f"div {mode}")
@@ -191,6 +191,6 @@ def test_collapse_dims_keeps_every_offset(dims, ins, walk):
     for i in range(int(np.prod(dims))):
         full = np.unravel_index(i, dims)
         short = np.unravel_index(i, got_dims)
-        for st, gst in zip(strides, got_strides):
-            offset = sum(int(c) * s for c, s in zip(full, st))
-            assert offset == sum(int(c) * s for c, s in zip(short, gst))
+        for st, gst in zip(strides, got_strides, strict=True):
+            offset = sum(int(c) * s for c, s in zip(full, st, strict=True))
+            assert offset == sum(int(c) * s for c, s in zip(short, gst, strict=True))

@@ -141,7 +141,7 @@ def test_sdpa(gpu, rng, hq, hkv, d, ctx, start):
     xs = (_sdpa_inputs(rng, 0, start, hq, hkv, d) if start else []) + \
         _sdpa_inputs(rng, start, s, hq, hkv, d)
     native, ref = run_graph_both(g, blob, xs)
-    for i, (a, r) in enumerate(zip(native, ref)):
+    for i, (a, r) in enumerate(zip(native, ref, strict=True)):
         assert_close(a, r, rel=1e-5, what=f"sdpa output {i} (Hq={hq}, Hkv={hkv}, D={d}, "
                                           f"ctx={ctx}, start={start})")
 
@@ -152,7 +152,7 @@ def test_sdpa_forms(gpu, rng, causal, scale, dropout):
                                 dropout=dropout)
     xs = _sdpa_inputs(rng, 0, 9, 6, 2, 16) + _sdpa_inputs(rng, 9, 4, 6, 2, 16)
     native, ref = run_graph_both(g, blob, xs)
-    for a, r in zip(native, ref):
+    for a, r in zip(native, ref, strict=True):
         assert_close(a, r, rel=1e-5)
 
 
@@ -171,7 +171,7 @@ def _plain_attention(steps, hq, hkv, d, ctx, causal=True, scale=None):
                 cols = [c for c in range(start + s) if not (causal and c > start + i)]
                 sc = np.array([q[0, i, h] @ kc[c, kvh] * scale for c in cols])
                 w = np.exp(sc - sc.max())
-                out[0, i, h] = sum(wj * vc[c, kvh] for wj, c in zip(w / w.sum(), cols))
+                out[0, i, h] = sum(wj * vc[c, kvh] for wj, c in zip(w / w.sum(), cols, strict=True))
         outs.append(out)
     return outs, kc, vc
 
@@ -184,7 +184,7 @@ def test_sdpa_reference_matches_plain_attention(rng, hq, hkv, causal):
     steps = []
     for start in (0, 3, 5, 10):
         xs = _sdpa_inputs(rng, start, 3, hq, hkv, d)
-        env = run_reference(g, dict(zip(g.input_ids, xs)), blob, state)
+        env = run_reference(g, dict(zip(g.input_ids, xs, strict=True)), blob, state)
         steps.append((start, *xs[1:]))
         outs, pk, pv = _plain_attention(steps, hq, hkv, d, ctx, causal)
         assert_close(env.get(g.output_ids[0]), outs[-1].astype(F32), rel=1e-6)
@@ -235,8 +235,8 @@ def test_state_persists_across_calls(gpu, rng, hq, hkv, d, ctx, starts, features
     for start in starts:
         xs = _sdpa_inputs(rng, start, s, hq, hkv, d)
         native = ex.run(xs)
-        env = run_reference(g, dict(zip(g.input_ids, xs)), blob, state)
-        for a, vid in zip(native, g.output_ids):
+        env = run_reference(g, dict(zip(g.input_ids, xs, strict=True)), blob, state)
+        for a, vid in zip(native, g.output_ids, strict=True):
             assert_close(a, env.get(vid), rel=1e-5, what=f"call at start {start}")
     assert sorted(v for i in plan.state for v in plan.buffers[i].values) == sorted(caches)
     for i in plan.state:
@@ -278,7 +278,7 @@ def test_positions_outside_the_cache_stay_in_bounds(gpu, rng, features):
         out, qr = ex.run(xs)
         assert np.isfinite(out).all() and np.isfinite(qr).all()
         with pytest.raises(InputError, match="outside"):
-            run_reference(g, dict(zip(g.input_ids, xs)), blob)
+            run_reference(g, dict(zip(g.input_ids, xs, strict=True)), blob)
     cache = np.frombuffer(ex.read_buffer(kbuf), F32).reshape(ctx, hkv, d)
     assert np.isfinite(cache).all() and cache[31:].any()  # rows 31, 32 of the start-31 call
 
@@ -342,6 +342,6 @@ def test_sdpa_odd_head_dims_and_tiles(gpu, rng, s, hq, hkv, d, ctx, start, causa
     xs = [np.array([0])] + list(steps[0][1:]) + [np.array([start])] + list(steps[1][1:])
     native, ref = run_graph_both(g, blob, xs)
     plain = _plain_attention(steps, hq, hkv, d, ctx, causal)[0]
-    for i, (a, r, p) in enumerate(zip(native, ref, plain)):
+    for i, (a, r, p) in enumerate(zip(native, ref, plain, strict=True)):
         assert_close(r, p.astype(F32), rel=2e-6, what=f"reference vs plain attention, out {i}")
         assert_close(a, r, rel=1e-5, what=f"sdpa output {i} (D={d}, ctx={ctx})")

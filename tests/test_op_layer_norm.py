@@ -49,9 +49,9 @@ def test_layer_norm(gpu, rng, shape, norm, weight, bias):
     graph, blob, w, b = _graph(rng, shape, norm, weight=weight, bias=bias, eps=eps)
     x = (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32)
     outs, refs = run_graph_both(graph, blob, [x])
-    for want, ref in zip(_layer_norm64(x, norm, w, b, eps), refs):
+    for want, ref in zip(_layer_norm64(x, norm, w, b, eps), refs, strict=True):
         assert_close(ref, want.astype(np.float32), rel=1e-6, what="reference vs f64")
-    for name, out, ref in zip(("out", "mean", "rstd"), outs, refs):
+    for name, out, ref in zip(("out", "mean", "rstd"), outs, refs, strict=True):
         assert_close(out, ref, rel=1e-5, what=f"layer norm {name}")
 
 
@@ -60,7 +60,7 @@ def test_layer_norm_large_offset_two_pass(gpu, rng):
     graph, blob, w, b = _graph(rng, shape, norm)
     x = (1000 + rng.standard_normal(shape)).astype(np.float32)  # one-pass E[x^2]-E[x]^2 fails
     outs, refs = run_graph_both(graph, blob, [x])
-    for name, out, ref in zip(("out", "mean", "rstd"), outs, refs):
+    for name, out, ref in zip(("out", "mean", "rstd"), outs, refs, strict=True):
         assert_close(out, ref, rel=1e-5, what=f"layer norm {name}")
 
 

@@ -32,7 +32,7 @@ def test_resident_matches_loop_exactly(gpu, rng, monkeypatch, shape, norm, weigh
     held, used_held = _run(graph, blob, x, layer_norm.MAX_RESIDENT, monkeypatch)
     looped, used_loop = _run(graph, blob, x, 0, monkeypatch)
     assert used_held and not used_loop
-    for h, lp, what in zip(held, looped, ("out", "mean", "rstd")):
+    for h, lp, what in zip(held, looped, ("out", "mean", "rstd"), strict=True):
         assert_close(h, lp, exact=True, what=f"registers vs loop: {what}")
 
 

@@ -87,7 +87,7 @@ def test_view_add_permute_chain(gpu, rng, force_copy):
     outs, refs = run_graph_both(g, blob, [xv])
     expect = (xv.reshape(6, 4) + b_const(blob, g, c)).T
     assert_close(refs[0], expect, rel=1e-6, what="reference vs numpy")
-    for out, ref, what in zip(outs, refs, ("permuted sum", "view", "input")):
+    for out, ref, what in zip(outs, refs, ("permuted sum", "view", "input"), strict=True):
         assert_close(out, ref, rel=1e-6, what=what)
 
 
@@ -213,7 +213,7 @@ def test_to_copy_casts(gpu, rng, shape, dtypes):
         x.flat[0] = 0
     outs, refs = run_graph_both(g, blob, [x])
     expect = x
-    for dt, out, ref in zip(dtypes[1:], outs, refs):
+    for dt, out, ref in zip(dtypes[1:], outs, refs, strict=True):
         expect = _torch_like_cast(expect, dt)
         assert_close(ref, expect.astype(ref.dtype), exact=True,
                      what=f"reference vs oracle ->{np.dtype(dt).name}")

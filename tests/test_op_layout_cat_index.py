@@ -13,7 +13,7 @@ from webpte.pte.builder import GraphBuilder
 
 def _cat_graph(shapes, dim, dtype, out_shape=None, dtypes=None):
     b = GraphBuilder()
-    xs = [b.tensor(dt, s) for s, dt in zip(shapes, dtypes or [dtype] * len(shapes))]
+    xs = [b.tensor(dt, s) for s, dt in zip(shapes, dtypes or [dtype] * len(shapes), strict=True)]
     if out_shape is None:
         out_shape = np.concatenate([np.empty(s) for s in shapes if s != (0,)], dim).shape
     o = b.tensor(dtype, out_shape)

@@ -94,7 +94,7 @@ def test_split_with_sizes_copy(gpu, rng, shape, sizes, dim, dtype):
     g, blob = b.build([x], outs)
     xv = _rand(rng, shape, dtype)
     got, refs = run_graph_both(g, blob, [xv])
-    for out, ref, chunk in zip(got, refs, np.split(xv, np.cumsum(sizes)[:-1], axis=d)):
+    for out, ref, chunk in zip(got, refs, np.split(xv, np.cumsum(sizes)[:-1], axis=d), strict=True):
         _check(out, ref, chunk, f"split chunk of {chunk.shape}")
 
 
@@ -113,7 +113,7 @@ def test_expand_copy(gpu, rng, shape, sizes, dtype):
 def _tile_oracle(x, reps):
     """out[i] = x[i % n] per dim, as index arrays."""
     x = x.reshape((1,) * (len(reps) - x.ndim) + x.shape)
-    idx = np.ix_(*[np.arange(n * r) % n for n, r in zip(x.shape, reps)])
+    idx = np.ix_(*[np.arange(n * r) % n for n, r in zip(x.shape, reps, strict=True)])
     return x[idx]
 
 
@@ -151,11 +151,11 @@ def _pad_oracle(x, pads, value):
     after = [0] * rank
     for k in range(len(pads) // 2):
         before[rank - 1 - k], after[rank - 1 - k] = pads[2 * k], pads[2 * k + 1]
-    shape = tuple(n + lo + hi for n, lo, hi in zip(x.shape, before, after))
+    shape = tuple(n + lo + hi for n, lo, hi in zip(x.shape, before, after, strict=True))
     out = np.empty(shape, x.dtype)
     for o in np.ndindex(*shape):
-        i = tuple(a - lo for a, lo in zip(o, before))
-        inside = all(0 <= a < n for a, n in zip(i, x.shape))
+        i = tuple(a - lo for a, lo in zip(o, before, strict=True))
+        inside = all(0 <= a < n for a, n in zip(i, x.shape, strict=True))
         out[o] = x[i] if inside else value
     return out
 

@@ -37,7 +37,7 @@ def _run(graph, blob, xs, features):
 
 
 def _check(graph, blob, xs):
-    env = run_reference(graph, dict(zip(graph.input_ids, xs)), blob)
+    env = run_reference(graph, dict(zip(graph.input_ids, xs, strict=True)), blob)
     ref = env.get(graph.output_ids[0])
     direct, names = _run(graph, blob, xs, [F32_GEMM_DIRECT])
     tiled, tiled_names = _run(graph, blob, xs, [])

@@ -117,7 +117,7 @@ def run_features(graph, blob, inputs, features):
     ex = Executor(plan, blob)
     ex.poison()
     native = ex.run(inputs)
-    env = run_reference(graph, dict(zip(graph.input_ids, inputs)), blob)
+    env = run_reference(graph, dict(zip(graph.input_ids, inputs, strict=True)), blob)
     return native, [env.get(v) for v in graph.output_ids]
 
 

@@ -37,7 +37,7 @@ def run_both(graph, blob, inputs, features=()):
     ex = Executor(plan, blob)
     ex.poison()
     native = ex.run(inputs)
-    env = run_reference(graph, dict(zip(graph.input_ids, inputs)), blob)
+    env = run_reference(graph, dict(zip(graph.input_ids, inputs, strict=True)), blob)
     return native, [env.get(v) for v in graph.output_ids]
 
 

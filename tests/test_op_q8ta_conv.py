@@ -44,7 +44,7 @@ def conv_adj64(x, zp, w, kind, groups, stride, pad, dil, out_pad=(0, 0)):
     if kind == "transposed":
         _, ocg, kh, kw = w.shape
         full = [(i - 1) * s + d * (k - 1) + 1 + op for i, s, d, k, op in
-                zip((ih, iw), stride, dil, (kh, kw), out_pad)]
+                zip((ih, iw), stride, dil, (kh, kw), out_pad, strict=True)]
         out = np.zeros((n, groups * ocg, *full), np.int64)
         for g in range(groups):
             xs, ws = xz[:, g * icg:(g + 1) * icg], w[g * icg:(g + 1) * icg].astype(np.int64)

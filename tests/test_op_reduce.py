@@ -59,7 +59,7 @@ def _expected(op, x, dims, keepdim):
 
 
 def _check(ops, x, dims, keepdim, outs, refs):
-    for op, out, ref in zip(ops, outs, refs):
+    for op, out, ref in zip(ops, outs, refs, strict=True):
         exact = op not in ("sum", "mean")
         assert_close(ref, _expected(op, x, dims, keepdim), exact=exact, rel=1e-6,
                      what=f"{op} reference vs f64")
@@ -126,7 +126,7 @@ def test_nan_propagates(gpu, rng, arg):
     ops = ["argmax", "argmin"] if arg else ["amax", "amin"]
     graph, blob = _graph_of(ops, x.shape, 1 if arg else (1,), True)
     outs, refs = run_graph_both(graph, blob, [x])
-    for op, out, ref in zip(ops, outs, refs):
+    for op, out, ref in zip(ops, outs, refs, strict=True):
         if arg:
             assert out.ravel()[:3].tolist() == [17, 0, 299], op
         else:

@@ -61,9 +61,9 @@ def test_group_norm(gpu, rng, shape, groups, affine):
     graph, blob, w, b = _group_norm_graph(rng, shape, groups, affine=affine, eps=eps)
     x = (2 * rng.standard_normal(shape) + 0.5).astype(np.float32)
     outs, refs = run_graph_both(graph, blob, [x])
-    for want, ref in zip(_group_norm64(x, groups, w, b, eps), refs):
+    for want, ref in zip(_group_norm64(x, groups, w, b, eps), refs, strict=True):
         assert_close(ref, want.astype(np.float32), rel=1e-6, what="reference vs f64")
-    for name, out, ref in zip(("out", "mean", "rstd"), outs, refs):
+    for name, out, ref in zip(("out", "mean", "rstd"), outs, refs, strict=True):
         assert_close(out, ref, rel=1e-5, what=f"group norm {name}")
 
 
@@ -72,7 +72,7 @@ def test_group_norm_large_offset_two_pass(gpu, rng):
     graph, blob, _, _ = _group_norm_graph(rng, shape, groups)
     x = (1000 + rng.standard_normal(shape)).astype(np.float32)  # one-pass E[x^2]-E[x]^2 fails
     outs, refs = run_graph_both(graph, blob, [x])
-    for name, out, ref in zip(("out", "mean", "rstd"), outs, refs):
+    for name, out, ref in zip(("out", "mean", "rstd"), outs, refs, strict=True):
         assert_close(out, ref, rel=1e-5, what=f"group norm {name}")
 
 

@@ -35,9 +35,9 @@ def test_program_matches_eager(gpu, path):
     state: dict = {}
     for i, (inputs, expected) in enumerate(calls):
         outs = prog.run(*inputs)
-        ref_env = run_reference(graph, dict(zip(in_ids, inputs)), prog.data, state)
+        ref_env = run_reference(graph, dict(zip(in_ids, inputs, strict=True)), prog.data, state)
         assert len(outs) == len(expected)
-        for j, (o, e) in enumerate(zip(outs, expected)):
+        for j, (o, e) in enumerate(zip(outs, expected, strict=True)):
             assert_close(o, e.astype(o.dtype), rel=tolerance(path.stem),
                          what=f"{path.stem} call {i} output {j} vs eager")
             ours = ref_env.get(out_ids[j])

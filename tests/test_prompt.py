@@ -51,7 +51,7 @@ def test_smollm2_template_ids(smollm2_tokenizer_dir):
                     "<|im_end|>\n<|im_start|>assistant\n")
     enc = chat.tokenizer.encode(text, add_special_tokens=False)
     # Checked by hand against the vocabulary ('Ġ' is a leading space, 'Ċ' a newline).
-    assert list(zip(enc.tokens, enc.ids)) == [
+    assert list(zip(enc.tokens, enc.ids, strict=True)) == [
         ("<|im_start|>", 1), ("system", 9690), ("Ċ", 198), ("You", 2683), ("Ġare", 359),
         ("Ġa", 253), ("Ġhelpful", 5356), ("ĠAI", 5646), ("Ġassistant", 11173),
         ("Ġnamed", 3365), ("ĠSm", 3511), ("ol", 308), ("LM", 34519), (",", 28),
@@ -87,11 +87,11 @@ def test_smolvlm_single_image_prompt(smolvlm_style_dir):
     fake, glob, img, eou = (ids_of[t] for t in SMOLVLM_SPECIALS)
     # Checked by hand: SmolLM2's merges split "Assistant" into "Ass" + "istant", so this
     # tokenizer gives 80 rows where the architecture notes give 79 for SmolVLM's own.
-    assert list(zip(enc.tokens[:5], enc.ids[:5])) == [
+    assert list(zip(enc.tokens[:5], enc.ids[:5], strict=True)) == [
         ("<|im_start|>", 1), ("User", 11126), (":", 42), ("<fake_token_around_image>", fake),
         ("<global-img>", glob)]
     assert enc.ids[5:5 + IMAGE_ROWS] == [img] * IMAGE_ROWS
-    assert list(zip(enc.tokens[5 + IMAGE_ROWS:], enc.ids[5 + IMAGE_ROWS:])) == [
+    assert list(zip(enc.tokens[5 + IMAGE_ROWS:], enc.ids[5 + IMAGE_ROWS:], strict=True)) == [
         ("<fake_token_around_image>", fake), ("What", 1780), ("Ġanimal", 3161), ("Ġis", 314),
         ("Ġthis", 451), ("?", 47), ("<end_of_utterance>", eou), ("Ċ", 198), ("Ass", 9519),
         ("istant", 9531), (":", 42)]

@@ -30,7 +30,7 @@ def test_reads_fixture(path):
     assert g.chain, "empty op chain"
     ins, outs = fwd.input_value_ids(), fwd.output_value_ids()
     assert sorted(ins) == sorted(g.input_ids) and sorted(outs) == sorted(g.output_ids)
-    for io, vid in zip(fwd.inputs, ins):
+    for io, vid in zip(fwd.inputs, ins, strict=True):
         t = g.values[vid]
         assert isinstance(t, TensorValue) and list(t.dims) == list(io.shape)
     for t in g.values:

@@ -96,7 +96,7 @@ def main(out: str) -> None:
     conversations = []
     for conv in CONVERSATIONS:
         turns = converse(gpu, conv)
-        for turn, r in zip(turns, converse(ref, conv)):
+        for turn, r in zip(turns, converse(ref, conv), strict=True):
             turn["reference_token_ids"] = r["token_ids"]
             turn["reference_reused_rows"] = r["reused_rows"]
             turn["gaps"] = _gaps(gpu, turn["prompt_ids"], turn["token_ids"],

@@ -139,7 +139,7 @@ def synthetic_entry(out: Path, name: str, make, features=(), exact: bool = False
     rng = np.random.default_rng(20260)
     (graph, blob), inputs = make(rng)
     plan = lower(graph, features=features)
-    env = run_reference(graph, dict(zip(graph.input_ids, inputs)), blob)
+    env = run_reference(graph, dict(zip(graph.input_ids, inputs, strict=True)), blob)
     outputs = [np.asarray(env.get(v)) for v in graph.output_ids]
     (out / name).mkdir(parents=True, exist_ok=True)
     (out / name / "plan.json").write_text(plan.to_json())
