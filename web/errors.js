@@ -55,6 +55,20 @@ export class HashMismatchError extends WebpteError {
   }
 }
 
+/**
+ * A constant the program keeps outside the `.pte` (ExecuTorch external data, `.ptd`) cannot be
+ * had: no data file given holds its key, the file holding it is another export's, or a data
+ * file is not a `.ptd`. `key` names the constant, `file` the data file (when one is known).
+ */
+export class ExternalDataError extends WebpteError {
+  /** @param {string} message @param {{key?: string | null, file?: string | null}} [detail] */
+  constructor(message, detail = {}) {
+    super(message);
+    this.key = detail.key ?? null;
+    this.file = detail.file ?? null;
+  }
+}
+
 /** The browser refused to store model files (storage quota). */
 export class QuotaError extends WebpteError {}
 
@@ -88,6 +102,7 @@ const CLASSES = {
   WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError, AdapterError,
   NoWebGPUError, AdapterLimitsError, DeviceLostError, DisposedError, WorkerError,
   ContextFullError, TemplateError, ModelFolderError, HashMismatchError, QuotaError,
+  ExternalDataError,
 };
 for (const [name, cls] of Object.entries(CLASSES)) {
   Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });
@@ -98,7 +113,8 @@ for (const [name, cls] of Object.entries(CLASSES)) {
  * Errors that are not webpte's keep their name (TypeError, ...) and message.
  * @param {unknown} err
  * @returns {{name: string, message: string, ops?: string[], limit?: string, needed?: number,
- *   allowed?: number, problems?: string[], file?: string, expected?: string, actual?: string}}
+ *   allowed?: number, problems?: string[], file?: string | null, expected?: string, actual?: string,
+ *   key?: string | null}}
  */
 export function errorToWire(err) {
   if (!(err instanceof Error)) return { name: 'Error', message: String(err) };
@@ -106,6 +122,7 @@ export function errorToWire(err) {
   if (err instanceof UnsupportedOpError) out.ops = err.ops;
   if (err instanceof ModelFolderError) out.problems = err.problems;
   if (err instanceof HashMismatchError) Object.assign(out, { file: err.file, expected: err.expected, actual: err.actual });
+  if (err instanceof ExternalDataError) Object.assign(out, { key: err.key, file: err.file });
   if (err instanceof AdapterLimitsError) {
     Object.assign(out, { limit: err.limit, needed: err.needed, allowed: err.allowed });
   }
@@ -115,7 +132,8 @@ export function errorToWire(err) {
 /**
  * The error an `errorToWire` payload stands for: the webpte class of that name, or a plain
  * Error (with the name kept) for anything else.
- * @param {{name?: string, message?: string, ops?: string[], problems?: string[]}} wire
+ * @param {{name?: string, message?: string, ops?: string[], problems?: string[],
+ *   key?: string | null, file?: string | null}} wire
  * @returns {Error}
  */
 export function errorFromWire(wire) {
@@ -126,6 +144,7 @@ export function errorFromWire(wire) {
   if (cls === AdapterLimitsError) return new AdapterLimitsError(message, wire);
   if (cls === ModelFolderError) return new ModelFolderError(message, wire.problems ?? []);
   if (cls === HashMismatchError) return new HashMismatchError(message, wire);
+  if (cls === ExternalDataError) return new ExternalDataError(message, wire);
   if (cls) return new cls(message);
   const err = new Error(message);
   err.name = name;

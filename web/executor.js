@@ -169,18 +169,20 @@ export class Executor {
   /**
    * Create every buffer, pipeline and bind group of `plan` and upload its constants.
    * @param {string | object} plan Plan.to_json() text or object
-   * @param {ArrayBuffer | ArrayBufferView | null} fileBytes the program file (constant ranges
-   *   are uploaded from it directly); null if the plan has no file-initialised buffers
+   * @param {ArrayBuffer | ArrayBufferView | Array<ArrayBuffer | ArrayBufferView> | null} fileBytes
+   *   the program file (constant ranges are uploaded from it directly), or a list: the program
+   *   file, then each external data file (`.ptd`) in the order the plan was made with (a file
+   *   init's `file` indexes it); null if the plan has no file-initialised buffers
    * @param {{device?: GPUDevice, gpu?: GPU, poison?: boolean, onStage?: (stage: string) => void}} [options]
    *   `device` to share one device between programs; `poison` fills activations/outputs with
    *   NaNs (tests); `onStage('compile')` is called when the uploads are issued and the kernels
    *   start compiling
    * @returns {Promise<Executor>}
-   * @throws {PlanError | AdapterError}
+   * @throws {PlanError | AdapterError | ExternalDataError}
    */
   static async create(plan, fileBytes, { device, gpu, poison = false, onStage } = {}) {
-    const bytes = fileBytes == null ? null : asBytes(fileBytes);
-    plan = parsePlan(plan, { fileSize: bytes?.byteLength });
+    const files = fileBytes == null ? null : (Array.isArray(fileBytes) ? fileBytes : [fileBytes]).map(asBytes);
+    plan = parsePlan(plan, { fileSizes: files?.map((f) => f.byteLength) });
     checkFeatures(plan.features, (gpu ?? globalThis.navigator?.gpu)?.wgslLanguageFeatures);
     if (device) checkLimits(plan.limits, device.limits);
     else device = await requestDevice(plan.limits, { gpu });
@@ -192,7 +194,7 @@ export class Executor {
     ex.onUncaptured = (ev) => { ex.uncaptured ??= ev.error; };
     device.addEventListener?.('uncapturederror', ex.onUncaptured);
     try {
-      await ex.#build(bytes, onStage);
+      await ex.#build(files, onStage);
       if (poison) ex.poison();
     } catch (err) {
       ex.dispose();
@@ -201,13 +203,13 @@ export class Executor {
     return ex;
   }
 
-  async #build(bytes, onStage) {
+  async #build(files, onStage) {
     const { plan, device } = this;
     const t0 = performance.now();
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
     await this.#scoped('the buffers of the plan', () => {
       this.buffers = plan.buffers.map((b) => device.createBuffer({ size: b.size, usage, label: b.label || `b${b.id}` }));
-      for (const b of plan.buffers) this.#initialise(b, bytes);
+      for (const b of plan.buffers) this.#initialise(b, files);
       this.staging = plan.outputs.map((o) => device.createBuffer({
         size: plan.buffers[o.buffer].size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
         label: `staging ${o.buffer}`,
@@ -297,7 +299,7 @@ export class Executor {
     }
   }
 
-  #initialise(b, bytes) {
+  #initialise(b, files) {
     const init = b.init;
     const target = this.buffers[b.id];
     if (init == null) return;
@@ -311,18 +313,18 @@ export class Executor {
       this.device.queue.writeBuffer(target, 0, Uint32Array.from(init.words));
       return;
     }
-    if (!bytes) throw new PlanError(`buffer ${b.label || b.id} needs file bytes; load with the program data`);
+    if (!files) throw new PlanError(`buffer ${b.label || b.id} needs file bytes; load with the program data`);
     let src;
     if (init.kind === 'file_parts') {
       src = new Uint8Array(fileBytes(init));
       let at = 0;
       for (const p of init.parts) {
-        src.set(bytes.subarray(p.offset, p.offset + p.nbytes), at);
+        src.set(files[p.file ?? 0].subarray(p.offset, p.offset + p.nbytes), at);
         at += p.nbytes;
       }
       if (init.interleave !== undefined) src = interleaveRows(src, init.interleave);
     } else {
-      src = bytes.subarray(init.offset, init.offset + init.nbytes);
+      src = files[init.file ?? 0].subarray(init.offset, init.offset + init.nbytes);
     }
     if (init.convert === 'u8_to_u32') {
       const wide = Uint32Array.from(src);

@@ -20,6 +20,7 @@ export {
   WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError, AdapterError,
   NoWebGPUError, AdapterLimitsError, DeviceLostError, DisposedError, WorkerError,
   ContextFullError, TemplateError, ModelFolderError, HashMismatchError, QuotaError,
+  ExternalDataError,
 } from './errors.js';
 export { Executor, requestDevice } from './executor.js';
 export { parsePlan } from './plan.js';

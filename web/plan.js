@@ -2,7 +2,7 @@
 // conversions between host TypedArrays and the bytes an input/output buffer holds
 // (mirrors to_storage_bytes / from_storage_bytes of py/webpte/native/executor.py).
 
-import { InputError, PlanError } from './errors.js';
+import { ExternalDataError, InputError, PlanError } from './errors.js';
 import { validatePlan } from './plan_validate.js';
 
 export const PLAN_VERSION = 1;
@@ -24,13 +24,16 @@ function fail(what) {
 }
 
 /**
- * Parse (if a string) and validate a Plan. `fileSize`, when given, bounds file byte ranges.
+ * Parse (if a string) and validate a Plan. `fileSizes` (the .pte's size, then each external
+ * data file's), or `fileSize` (the .pte alone), when given, bound file byte ranges: a file
+ * init's `file` indexes them (0 or absent: the .pte).
  * @param {string | object} planOrJson Plan.to_json() text or its parsed object
- * @param {{fileSize?: number}} [options]
+ * @param {{fileSize?: number, fileSizes?: number[]}} [options]
  * @returns {object} the plan object (fields as in Python: buffers, kernels, dispatches, ...)
- * @throws {PlanError}
+ * @throws {PlanError | ExternalDataError} ExternalDataError: a file init reads a data file
+ *   that was not given
  */
-export function parsePlan(planOrJson, { fileSize } = {}) {
+export function parsePlan(planOrJson, { fileSize, fileSizes = fileSize === undefined ? undefined : [fileSize] } = {}) {
   let plan = planOrJson;
   if (typeof plan === 'string') {
     try {
@@ -49,7 +52,7 @@ export function parsePlan(planOrJson, { fileSize } = {}) {
     if (b?.id !== i) fail(`buffer ${i} has id ${b?.id}`);
     if (!isInt(b.size) || b.size === 0 || b.size % 4) fail(`buffer ${i} size ${b.size} is not a positive multiple of 4`);
     if (!ROLES.has(b.role)) fail(`buffer ${i} role ${JSON.stringify(b.role)}`);
-    checkInit(b, i, fileSize);
+    checkInit(b, i, fileSizes);
   });
   const buf = (x, what) => {
     if (!Number.isInteger(x) || x < 0 || x >= nb) fail(`${what} names buffer ${x} of ${nb}`);
@@ -96,7 +99,19 @@ export function parsePlan(planOrJson, { fileSize } = {}) {
   return plan;
 }
 
-function checkInit(b, i, fileSize) {
+/** The size of the file a file init (or part) reads, when sizes are known. */
+function sizeOf(part, i, fileSizes) {
+  const file = part.file ?? 0;
+  if (!isInt(file)) fail(`buffer ${i} file ${JSON.stringify(file)}`);
+  if (fileSizes === undefined) return undefined;
+  if (file >= fileSizes.length) {
+    throw new ExternalDataError(`buffer ${i} reads external data file ${file}, but ${fileSizes.length - 1} `
+      + 'were given; pass the .ptd files written with this .pte: loadProgram(src, {data: [url, ...]})');
+  }
+  return fileSizes[file];
+}
+
+function checkInit(b, i, fileSizes) {
   const init = b.init;
   if (init == null || init.kind === 'zeros') return;
   if (init.kind === 'words') {
@@ -107,8 +122,11 @@ function checkInit(b, i, fileSize) {
   if (init.kind === 'file_parts') { // file ranges back to back (joined constants)
     const parts = init.parts;
     if (!Array.isArray(parts) || !parts.length || !parts.every((p) => p && isInt(p.offset) && isInt(p.nbytes))) fail(`buffer ${i} file parts`);
-    const end = Math.max(...parts.map((p) => p.offset + p.nbytes));
-    if (fileSize !== undefined && end > fileSize) fail(`buffer ${i} reads bytes up to ${end} of a ${fileSize}-byte file`);
+    for (const p of parts) {
+      const size = sizeOf(p, i, fileSizes);
+      const end = p.offset + p.nbytes;
+      if (size !== undefined && end > size) fail(`buffer ${i} reads bytes up to ${end} of a ${size}-byte file`);
+    }
     let need = fileBytes(init);
     if (init.interleave !== undefined) {
       const why = interleaveProblem(init.interleave, need);
@@ -120,8 +138,9 @@ function checkInit(b, i, fileSize) {
   }
   if (init.kind !== 'file') fail(`buffer ${i} init kind ${JSON.stringify(init.kind)}`);
   if (!isInt(init.offset) || !isInt(init.nbytes)) fail(`buffer ${i} file range`);
-  if (fileSize !== undefined && init.offset + init.nbytes > fileSize) {
-    fail(`buffer ${i} reads bytes ${init.offset}..${init.offset + init.nbytes} of a ${fileSize}-byte file`);
+  const size = sizeOf(init, i, fileSizes);
+  if (size !== undefined && init.offset + init.nbytes > size) {
+    fail(`buffer ${i} reads bytes ${init.offset}..${init.offset + init.nbytes} of a ${size}-byte file`);
   }
   const convert = init.convert ?? null;
   if (convert !== null && convert !== 'u8_to_u32' && convert !== 'i64_to_i32') {
@@ -196,7 +215,7 @@ export function interleaveRows(src, spec) {
 }
 
 /**
- * Bytes of the program file a buffer's init uploads (0 for zeros and words).
+ * Bytes of the program's files a buffer's init uploads (0 for zeros and words).
  * @param {{kind: string, nbytes?: number, parts?: {offset: number, nbytes: number}[]} | null | undefined} init
  * @returns {number}
  */

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import * as errors from '../../web/errors.js';
 
 const { AdapterError, AdapterLimitsError, NoWebGPUError, UnsupportedOpError, WebpteError, errorFromWire, errorToWire } = errors;
-const PY_NAMES = ['WebpteError', 'PteFormatError', 'UnsupportedOpError', 'PlanError', 'InputError', 'AdapterError'];
+const PY_NAMES = ['WebpteError', 'PteFormatError', 'UnsupportedOpError', 'PlanError', 'InputError', 'AdapterError',
+  'ExternalDataError'];
 
 test('every Python error class has a JS class of the same name', () => {
   for (const name of PY_NAMES) {
@@ -22,6 +23,13 @@ test('adapter errors are AdapterErrors', () => {
   const back = errorFromWire(errorToWire(e));
   assert.ok(back instanceof AdapterLimitsError);
   assert.deepEqual([back.limit, back.needed, back.allowed], ['maxBufferSize', 9, 4]);
+});
+
+test('ExternalDataError carries its key and file across the wire', () => {
+  const back = errorFromWire(errorToWire(new errors.ExternalDataError('gone', { key: 'fc.weight', file: 'a.ptd' })));
+  assert.ok(back instanceof errors.ExternalDataError);
+  assert.deepEqual([back.key, back.file, back.message], ['fc.weight', 'a.ptd', 'gone']);
+  assert.deepEqual([errorFromWire({ name: 'ExternalDataError', message: 'm' }).key], [null]);
 });
 
 test('UnsupportedOpError carries its op list across the wire', () => {

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileBytes, fromStorage, interleaveRows, parsePlan, toStorage } from '../../web/plan.js';
 import { checkFeatures, checkLimits, limitName, requestDevice } from '../../web/executor.js';
-import { AdapterLimitsError, InputError, PlanError } from '../../web/errors.js';
+import { AdapterLimitsError, ExternalDataError, InputError, PlanError } from '../../web/errors.js';
 
 const ADD_WGSL = `@group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
@@ -55,6 +55,23 @@ test('regrouped file parts: their size is the regrouped one, the rows in their o
   const out = interleaveRows(src, plan.buffers[1].init.interleave);
   assert.deepEqual([out[0], out[16], out[32], out[48], out.length], [0, 16, 32, 32, 64]);
   assert.throws(() => interleaveRows(src.subarray(0, 32), plan.buffers[1].init.interleave), PlanError);
+});
+
+test('external data: a file init reads the file it names, bounded by that file', () => {
+  const plan = addPlan();
+  plan.buffers[1].init.file = 2;
+  assert.equal(parsePlan(plan, { fileSizes: [0, 0, 44] }), plan);
+  assert.throws(() => parsePlan(plan, { fileSizes: [100, 100, 40] }), /of a 40-byte file/);
+  assert.throws(() => parsePlan(plan, { fileSize: 100 }), (e) => e instanceof ExternalDataError
+    && /external data file 2, but 0 were given/.test(e.message));
+  plan.buffers[1].init = { kind: 'file_parts', parts: [{ offset: 0, nbytes: 12 }, { offset: 0, nbytes: 14, file: 1 }] };
+  assert.equal(parsePlan(plan, { fileSizes: [12, 14] }), plan);
+  assert.throws(() => parsePlan(plan, { fileSizes: [12, 13] }), /up to 14 of a 13-byte file/);
+  assert.throws(() => parsePlan(plan, { fileSizes: [12] }), ExternalDataError);
+  for (const bad of [-1, 1.5, '1']) {
+    plan.buffers[1].init = { kind: 'file', offset: 0, nbytes: 8, convert: null, file: bad };
+    assert.throws(() => parsePlan(plan), (e) => e instanceof PlanError && /file/.test(e.message));
+  }
 });
 
 const ILV = (spec) => (p) => { p.buffers[1].init = { kind: 'file_parts', parts: [{ offset: 0, nbytes: 32 }], interleave: spec }; p.buffers[1].size = 64; };
