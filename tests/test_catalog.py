@@ -111,16 +111,18 @@ def test_another_shape_of_the_same_size_fails():
 
 
 def test_a_kernel_that_writes_nothing_fails(gpu, monkeypatch):
-    """With every dispatch dropped from the plan, the poisoned outputs fail each case: gt and
-    eq (goldens True and False) and a float op."""
+    """With every kernel returning at once, the poisoned outputs fail each case: gt and eq
+    (goldens True and False: an unpoisoned buffer read False and passed eq) and a float op."""
     plan_method = webpte.program.plan_method
 
-    def no_dispatches(*args, **kwargs):
+    def writing_nothing(*args, **kwargs):
         plan = plan_method(*args, **kwargs)
-        plan.dispatches = []
+        for k in plan.kernels:   # the bindings stay declared and used
+            at = k.wgsl.index("{", k.wgsl.index(f"fn {k.entry}("))
+            k.wgsl = f"{k.wgsl[:at + 1]}\n  if (true) {{ return; }}{k.wgsl[at + 1:]}"
         return plan
 
-    monkeypatch.setattr(webpte.program, "plan_method", no_dispatches)
+    monkeypatch.setattr(webpte.program, "plan_method", writing_nothing)
     for op in ("gt", "eq", "add"):
         e = _entry(op)
         r = run_entry(CATALOG, e, _Loaded(CATALOG, "webgpu"))
