@@ -1,10 +1,13 @@
-"""Copies, casts and layout changes: clone, prepack, _to_copy, _to_dim_order_copy,
-view_copy, squeeze_copy, unsqueeze_copy, permute_copy, select_copy.
+"""Copies, casts and layout changes: clone, alias_copy, prepack, _to_copy,
+_to_dim_order_copy, view_copy, squeeze_copy, unsqueeze_copy, permute_copy, permute,
+select_copy.
 
-Buffers are contiguous, so clone/prepack/view/squeeze/unsqueeze (and casts that keep the
-storage kind) are identity copies: the output shares the input's buffer when the
+Buffers are contiguous, so clone/alias_copy/prepack/view/squeeze/unsqueeze (and casts that
+keep the storage kind) are identity copies: the output shares the input's buffer when the
 planner allows it (`L.alias`), else one gather kernel copies it. permute and select
-are strided gathers. Every path converts between storage kinds like to_storage_array.
+are strided gathers; `aten.permute.default` (the view op, which ExecuTorch's WebGPU runtime
+runs as permute_copy) writes the same permuted copy. Every path converts between storage
+kinds like to_storage_array.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from .gather import GatherMap, compute_type, computed, emit_gather, store, strid
 
 _CAST_OUT = "dim_order_ops._to_dim_order_copy.out"  # a portable kernel call between delegates
 _CASTS = ("aten._to_copy.default", "dim_order_ops._to_dim_order_copy.default", _CAST_OUT)
-_COPIES = ("aten.clone.default", "et_vk.prepack.default")
+_ALIAS = "aten.alias_copy.default"
+_COPIES = ("aten.clone.default", _ALIAS, "et_vk.prepack.default")
 _VIEWS = ("aten.view_copy.default", "aten.squeeze_copy.dims")
 _UNSQUEEZE = "aten.unsqueeze_copy.default"
-_PERMUTE = "aten.permute_copy.default"
+_PERMUTES = ("aten.permute_copy.default", "aten.permute.default")
 _SELECT = "aten.select_copy.int"
 
 
@@ -84,9 +88,9 @@ def _parse(A, call) -> _Spec:
     name = call.name
     if name in _CASTS:
         return _cast_spec(A, call)
-    if name == "et_vk.prepack.default":
+    if name in ("et_vk.prepack.default", _ALIAS):
         x, out = call.args
-        _check_dims(A, A.tensor(out).dims, A.tensor(x).dims, "prepack")
+        _check_dims(A, A.tensor(out).dims, A.tensor(x).dims, name.split(".")[1])
         return _Spec("identity", x, out)
     x, arg, *rest = call.args
     tx, to = A.tensor(x), A.tensor(rest[-1])
@@ -109,7 +113,7 @@ def _parse(A, call) -> _Spec:
         d = norm_dim(A.int(arg), rank + 1, A.op_name)
         _check_dims(A, to.dims, tx.dims[:d] + (1,) + tx.dims[d:], "unsqueeze")
         return _Spec("identity", x, out)
-    if name == _PERMUTE:
+    if name in _PERMUTES:
         perm = tuple(norm_dim(d, rank, A.op_name) for d in A.ints(arg))
         if sorted(perm) != list(range(rank)):
             raise PlanError(f"{A.op_name}: dims {list(A.ints(arg))} are not a permutation "
@@ -167,7 +171,7 @@ def reference(R, call) -> None:
 UNITS = [OpUnit(_CASTS, lower, reference,
                 {**{n: "T * * * * * * T" for n in _CASTS[:2]}, _CAST_OUT: "T * * T"},
                 element=cast_element),
-         OpUnit(_COPIES + _VIEWS + (_UNSQUEEZE, _PERMUTE, _SELECT), lower, reference,
-                {"aten.clone.default": "T * T", "et_vk.prepack.default": "T T",
-                 **{n: "T I T" for n in _VIEWS + (_PERMUTE,)}, _UNSQUEEZE: "T i T",
+         OpUnit(_COPIES + _VIEWS + (_UNSQUEEZE, *_PERMUTES, _SELECT), lower, reference,
+                {"aten.clone.default": "T * T", _ALIAS: "T T", "et_vk.prepack.default": "T T",
+                 **{n: "T I T" for n in _VIEWS + _PERMUTES}, _UNSQUEEZE: "T i T",
                  _SELECT: "T i i T"})]

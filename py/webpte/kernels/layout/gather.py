@@ -5,9 +5,11 @@ function of its coordinates, described as data (`GatherMap`) and rendered by one
 The output is viewed row-major as `axes` (their sizes multiply to its element count); each
 axis adds `o * stride` (signed: flips step backwards) to the source index, or
 `clamp(index[o]) * stride` for the one axis an index tensor drives (index_select,
-embedding). An axis with bounds reads the source only for `lo <= o < hi` and holds the pad
-value elsewhere (constant_pad_nd). Repeats and pixel shuffles are such maps over a finer
-view of the output (an output dim split into several axes), expands are stride-0 axes.
+embedding), or `clamp(index[i]) * stride` with `i` the output element's flat index when the
+index tensor is shaped as the output (aten.gather). An axis with bounds reads the source
+only for `lo <= o < hi` and holds the pad value elsewhere (constant_pad_nd). Repeats and
+pixel shuffles are such maps over a finer view of the output (an output dim split into
+several axes), expands are stride-0 axes.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class Axis:
     `hi` not None: only coordinates in [lo, hi) read the input (the rest are pad).
     `bound` > 0: the axis is driven by the index tensor, whose values are clamped into
     [0, bound) (torch raises on out-of-range indices; a kernel cannot, so it clamps).
+    `per_element`: that index tensor is read at the output element's flat index, not at
+    this axis's coordinate.
     """
 
     size: int
@@ -35,6 +39,7 @@ class Axis:
     lo: int = 0
     hi: int | None = None
     bound: int = 0
+    per_element: bool = False
 
     @property
     def plain(self) -> bool:
@@ -117,8 +122,8 @@ def emit_gather(L, x: int, out: int, gmap: GatherMap, what: str, *, pad: float =
     wg, row = L.grid(-(-n // 4) if packed else n)
     if in_kind != out_kind:
         what = f"{what} cast {in_kind}->{out_kind}"
-    axes = [{"size": a.size, "stride": a.stride, "lo": a.lo, "hi": a.hi, "bound": a.bound}
-            for a in gmap.axes]
+    axes = [{"size": a.size, "stride": a.stride, "lo": a.lo, "hi": a.hi, "bound": a.bound,
+             "per_element": a.per_element} for a in gmap.axes]
     k = L.kernel("layout/gather", what=what, n=n, axes=axes, offset=gmap.offset,
                  padded=gmap.padded, indexed=gmap.indexed, ty=ty, in_kind=in_kind,
                  out_kind=out_kind, in_wgsl=WGSL_TYPE[in_kind], out_wgsl=WGSL_TYPE[out_kind],
