@@ -23,6 +23,8 @@ const VLM_EXPECTED = JSON.parse(readFileSync(join(TINY_VLM, 'expected.json'), 'u
 const LONG = { timeout: 300_000 };
 
 let browser;
+const timings = [];
+const since = (t0) => (performance.now() - t0).toFixed(0);
 
 before(async () => {
   assert.ok(existsSync(join(ROOT, 'dist/assets.js')), 'dist/ is missing: run `npm run build` first');
@@ -30,6 +32,7 @@ before(async () => {
 });
 
 after(async () => {
+  for (const line of timings) console.log(`# timing (ms): ${line}`);
   await browser?.close();
 });
 
@@ -118,11 +121,16 @@ async function ask(page, question, maxTokens) {
 
 describe('examples/', () => {
   test('html-importmap: one HTML file, no bundler, chats with a model folder', LONG, async (t) => {
+    let t0 = performance.now();
     const dir = installExample('html-importmap');
+    timings.push(`html-importmap: pack (or reuse) + offline install ${since(t0)}`);
     const server = await serveStatic({ '/models/gemma/': GEMMA }, { root: dir });
     const app = await openPage(server.url, `${server.url}/?model=/models/gemma/`);
     try {
+      t0 = performance.now();
       await loadModelInPage(app.page);
+      timings.push(`html-importmap: Python boot + load the tiny Gemma folder ${since(t0)}`);
+      t0 = performance.now();
       const first = await ask(app.page, 'hi', 6);
       assert.equal(first.fresh, 6, first.status);
       assert.equal(first.reused, 0, first.status);
@@ -130,6 +138,7 @@ describe('examples/', () => {
       const second = await ask(app.page, 'who are you?', 4);
       assert.equal(second.fresh, 4, second.status);
       assert.ok(second.reused >= first.prompt, `the follow-up reused ${second.reused} rows of ${first.prompt}`);
+      timings.push(`html-importmap: two questions ${since(t0)}`);
       assert.equal(await app.page.locator('#log .turn').count(), 4);
       assert.deepEqual(app.errors, []);
       assert.deepEqual(app.blocked, [], 'requests left 127.0.0.1');
@@ -141,9 +150,11 @@ describe('examples/', () => {
   });
 
   test('vite-chat: vite build + vite preview, a picture, streaming, a follow-up', LONG, async (t) => {
+    let t0 = performance.now();
     const dir = installExample('vite-chat');
     const config = { root: dir, configFile: join(dir, 'vite.config.js'), logLevel: 'warn' };
     await build({ ...config, build: { outDir: join(dir, 'dist'), emptyOutDir: true } });
+    timings.push(`vite-chat: offline install + vite build ${since(t0)}`);
     const models = await serveStatic({ '/models/tiny-vlm/': TINY_VLM });
     const port = await freePort();
     const server = await preview({ ...config, build: { outDir: join(dir, 'dist') },
@@ -151,7 +162,10 @@ describe('examples/', () => {
     const origin = `http://127.0.0.1:${port}`;
     const app = await openPage(origin, `${origin}/?model=/models/tiny-vlm/`);
     try {
+      t0 = performance.now();
       await loadModelInPage(app.page);
+      timings.push(`vite-chat: Python boot + load the tiny VLM folder ${since(t0)}`);
+      t0 = performance.now();
       assert.equal(await app.page.isDisabled('#picture'), false, 'a vision model takes a picture');
       await app.page.setInputFiles('#picture', join(TINY_VLM, 'picture.png'));
       await app.page.waitForSelector('#thumb:not([hidden])');
@@ -165,6 +179,7 @@ describe('examples/', () => {
       assert.equal(await app.page.locator('#log li.user img').count(), 1);
       const second = await ask(app.page, q2, 4);
       assert.ok(second.reused >= first.prompt, `the follow-up reused ${second.reused} rows, not the picture's turn`);
+      timings.push(`vite-chat: a question with the picture and a follow-up ${since(t0)}`);
       assert.deepEqual(app.errors, []);
       assert.deepEqual(app.blocked, [], 'requests left 127.0.0.1');
       t.diagnostic(`vite-chat: ${first.status}; then ${second.status}`);
