@@ -59,6 +59,21 @@ fuzz: venv
 	$(BIN)/webpte fuzz -n $(FUZZ_N) --seed $(FUZZ_SEED) --start $(FUZZ_START) --out out/fuzz \
 	  --js $(FUZZ_JS_N)
 
+# Differential testing (py/webpte/difftest): DIFFTEST_N seeded, generated PyTorch modules, each
+# exported by ExecuTorch three ways (WebGPU partitioner, portable kernels only, the partitioner
+# with alias_buffer_mutations) and run natively and on the numpy interpreter against eager
+# PyTorch. Reproducers of every mismatch and crash land in out/difftest/<seed>-<way>/; the
+# summary in out/difftest.txt. Rerun a chunk with DIFFTEST_START.
+.PHONY: difftest
+DIFFTEST_N ?= 2000
+DIFFTEST_SEED ?= 0
+DIFFTEST_START ?= 0
+
+difftest: export-deps
+	@mkdir -p $(XDG_RUNTIME_DIR) out/difftest
+	@set -o pipefail; $(BIN)/webpte difftest -n $(DIFFTEST_N) --seed $(DIFFTEST_SEED) \
+	  --start $(DIFFTEST_START) --out out/difftest | tee out/difftest.txt
+
 # Re-export the committed fixtures (needs the dev extra: torch 2.13.0 + executorch 1.5.1).
 fixtures: venv
 	$(BIN)/pip install -q -e '.[export]'

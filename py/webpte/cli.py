@@ -1,4 +1,4 @@
-"""`webpte` command line: run | inspect | conformance | build | chat | bench | fuzz."""
+"""`webpte` command line: run | inspect | conformance | build | chat | bench | fuzz | difftest."""
 
 from __future__ import annotations
 
@@ -221,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .fuzz.cli import add_parser as add_fuzz
 
     add_fuzz(sub)
+    from .difftest.cli import add_parser as add_difftest
+
+    add_difftest(sub)
     return p
 
 

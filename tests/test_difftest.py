@@ -1,0 +1,130 @@
+"""Differential testing (webpte.difftest): generated programs against eager PyTorch.
+
+CI runs a seeded handful of modules, each exported three ways, natively and on the numpy
+interpreter: no mismatch and no crash. Known failures are marked per seed and way
+(strict xfail), so a fix shows up as XPASS. The comparison itself must fail on a wrong
+result. `make difftest` runs 2,000 modules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from webpte.difftest import compare_outputs, generate
+from webpte.difftest.runner import classify, run_backend
+from webpte.errors import PlanError, PteFormatError, UnsupportedOpError
+
+SEEDS = range(9000, 9012)
+WAYS = ("webgpu", "portable", "alias")
+# (seed, way): the bug, until it is fixed.
+KNOWN: dict[tuple[int, str], str] = {}
+
+
+def _exporter():
+    from webpte.difftest.export import have_exporter
+
+    why = have_exporter()
+    if why is not None:
+        pytest.skip(why)
+
+
+@pytest.mark.parametrize("seed,way", [
+    pytest.param(s, w, marks=pytest.mark.xfail(strict=True, reason=KNOWN[s, w]))
+    if (s, w) in KNOWN else (s, w) for s in SEEDS for w in WAYS])
+def test_generated_program_matches_eager(gpu, tmp_path, seed, way):
+    _exporter()
+    from webpte.difftest.runner import run_module
+
+    (case,) = run_module(seed, (way,), tmp_path)
+    detail = "\n".join(f"{b}: {o.status}: {o.detail[:600]}" for b, o in case.outcomes.items())
+    assert case.status in ("pass", "refused", "skipped"), f"{case.reproducer}\n{detail}"
+
+
+def test_generation_is_seeded_and_varied():
+    a, b = generate(7), generate(7)
+    assert a.source == b.source and a.ops == b.ops
+    sources = {generate(s).source for s in range(40)}
+    assert len(sources) == 40
+    ops = {op for s in range(200) for op in generate(s).ops}
+    assert {"binary", "linear", "conv", "norm", "mutate", "split", "arg_reduce",
+            "index", "cat", "where"} <= ops
+    assert any(generate(s).buffers for s in range(40))
+
+
+def test_comparison_fails_on_wrong_results():
+    f = np.linspace(-3, 3, 35, dtype=np.float32).reshape(5, 7)
+    i = np.arange(6, dtype=np.int64)
+    m = np.array([True, False, True])
+    assert compare_outputs([f, i, m], [f, i, m]) == []
+    near = f + np.float32(5e-5)   # within atol 1e-4
+    assert compare_outputs([near], [f]) == []
+    off = f.copy()
+    off[2, 3] += 1e-3
+    (d,) = compare_outputs([off], [f])
+    assert d.what == "values" and "1 of 35" in d.detail and "(2, 3)" in d.detail
+    (d,) = compare_outputs([f, i + (i == 4)], [f, i], call=1)
+    assert (d.call, d.output, d.what) == (1, 1, "values")
+    (d,) = compare_outputs([~m], [m])
+    assert d.what == "values"
+    assert compare_outputs([f.reshape(7, 5)], [f])[0].what == "shape"
+    assert compare_outputs([i.astype(np.int32)], [i])[0].what == "dtype"
+    assert compare_outputs([f], [f, i])[0].what == "count"
+    nan = f.copy()
+    nan[0, 0] = np.nan
+    assert compare_outputs([nan], [nan]) == []
+    assert compare_outputs([f], [nan])[0].what == "values"
+    assert compare_outputs([np.float32(2.0)], [np.float32(2.0)]) == []
+    assert compare_outputs([np.float32(2.5)], [np.float32(2.0)])[0].what == "values"
+
+
+def test_classification():
+    assert classify(UnsupportedOpError("no kernel for 1 op(s): aten.topk.default",
+                                       ["aten.topk.default"])).status == "refused"
+    assert classify(PlanError("aten.cat.default (node 3): takes 2 arguments")).status == \
+        "refused"
+    assert classify(PlanError("the plan needs more memory")).status == "crash"
+    assert classify(PteFormatError("method input value 1 is not an argument")).status == \
+        "crash"
+    assert classify(KeyError(3)).status == "crash"
+
+
+# A program in the generator's form: softmax (float32) and argmax (int64) outputs.
+SOURCE = """
+import torch
+from torch import nn
+
+SEED = 5
+CALLS = 1
+
+
+class Program(nn.Module):
+    def forward(self, x0, x1):
+        v0 = torch.softmax(x0 * x1, -1)
+        return (v0, torch.argmax(x0, 1))
+
+
+def build():
+    return Program().eval()
+
+
+def make_inputs(call):
+    g = torch.Generator().manual_seed(SEED * 7919 + call)
+    return (torch.randn((3, 7), generator=g), torch.randn((7,), generator=g))
+"""
+
+
+@pytest.mark.parametrize("output,delta", [(0, 1e-3), (1, 1)])
+def test_a_perturbed_output_is_a_mismatch(output, delta):
+    """The whole path (eager, export, run on the interpreter) reports a wrong expected value."""
+    _exporter()
+    from webpte.difftest.export import eager, export, load_module
+
+    ns = load_module(SOURCE, "<difftest test program>")
+    inputs, expected = eager(ns)
+    data = export(ns, "portable")
+    assert run_backend(data, "reference", inputs, expected).status == "pass"
+    wrong = [[o.copy() for o in call] for call in expected]
+    wrong[0][output].reshape(-1)[1] += delta
+    out = run_backend(data, "reference", inputs, wrong)
+    assert out.status == "mismatch" and f"call 0 output {output}: values: 1 of" in out.detail
