@@ -157,6 +157,55 @@ def _linear_q8_build(r: Rng) -> tuple[nn.Module, Inputs]:
     return quantize_linears_q8(nn.Sequential(lin), calib).eval(), (x,)
 
 
+class Q4Model(nn.Module):
+    """A 4-bit token table feeding a 4-bit linear with bias, and one without over another
+    input: torchao's weight-only int4 group-wise form, which the partitioner turns into
+    et_vk.embedding_q4gsw and et_vk.linear_q4gsw."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(37, 64)
+        self.lin = nn.Linear(64, 20)
+        self.lin2 = nn.Linear(40, 12, bias=False)
+
+    def forward(self, tokens: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.lin(self.emb(tokens)), self.lin2(x)
+
+
+def _q4gsw_build(r: Rng) -> tuple[nn.Module, Inputs]:
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+
+    m = _seeded(Q4Model)(r)[0]
+    # 1.5.1's pattern pads the scales of an N that is not a multiple of 4 and then fails.
+    for name, group in (("emb", 32), ("lin", 32), ("lin2", 8)):
+        quantize_(m, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(group)),
+                  filter_fn=lambda _mod, fqn, name=name: fqn == name)
+    tokens = torch.randint(0, 37, (2, 5), generator=r.gen)
+    return m.eval(), (tokens, r.randn(3, 40))
+
+
+class LlamaRope(nn.Module):
+    """Llama's apply_rotary_emb (examples/models/llama/rope.py), which the partitioner fuses
+    into et_vk.apply_rotary_emb."""
+
+    def forward(self, xq, xk, freqs_cos, freqs_sin):
+        xq_r, xq_i = xq.float().reshape(xq.shape[:-1] + (-1, 2)).unbind(-1)
+        xk_r, xk_i = xk.float().reshape(xk.shape[:-1] + (-1, 2)).unbind(-1)
+        shape = [d if i == 1 or i == xq_r.ndim - 1 else 1 for i, d in enumerate(xq_r.shape)]
+        cos, sin = freqs_cos.view(shape), freqs_sin.view(shape)
+        xq_out = torch.stack([xq_r * cos - xq_i * sin, xq_r * sin + xq_i * cos], dim=-1)
+        xk_out = torch.stack([xk_r * cos - xk_i * sin, xk_r * sin + xk_i * cos], dim=-1)
+        return xq_out.flatten(3).type_as(xq), xk_out.flatten(3).type_as(xk)
+
+
+def _rope_build(r: Rng) -> tuple[nn.Module, Inputs]:
+    seq, dim = 3, 12
+    angles = (torch.arange(seq)[:, None] + 0.5) * 10000.0 ** (-torch.arange(0, dim, 2) / dim)
+    return LlamaRope(), (r.randn(1, seq, 4, dim), r.randn(1, seq, 2, dim), angles.cos(),
+                         angles.sin())
+
+
 def tower_pair(cfg: TowerConfig, seed: int = 2024) -> tuple[nn.Module, nn.Module, Inputs]:
     """(q8 tower, f32 twin holding the unquantized weights, pixel_values).
 
@@ -216,6 +265,13 @@ FIXTURE_LIST = [
     Fixture("op_conv_patch", _seeded(lambda: nn.Conv2d(3, 7, 5, stride=5),
                                      lambda r: r.randn(1, 3, 15, 20)),
             ("aten.convolution.default",)),
+    Fixture("op_gather", lambda r: (Lambda(lambda x, i: torch.gather(x, 1, i)),
+                                    (r.randn(3, 5, 7), torch.randint(0, 5, (3, 2, 7),
+                                                                     generator=r.gen))),
+            ("aten.gather.default",)),
+    Fixture("op_q4gsw", _q4gsw_build,
+            ("et_vk.embedding_q4gsw.default", "et_vk.linear_q4gsw.default")),
+    Fixture("op_rope_llama", _rope_build, ("et_vk.apply_rotary_emb.default",)),
     Fixture("op_quantize", _quantize_build,
             ("quantized_decomposed.quantize_per_tensor.default",)),
     Fixture("linear_q8", _linear_q8_build, Q8_OPS),
