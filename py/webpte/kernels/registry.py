@@ -41,6 +41,9 @@ class OpUnit:
     # shape(values, call) -> {output value id: dims}: the outputs' dims for other input dims
     # (dynamic shapes, plan/dynamic.py). Elementwise units broadcast without one.
     shape: Callable | None = None
+    # Positions of the arguments the op writes in place besides its output (llama's
+    # update_cache writes its cache argument); a prepacked value written so is state.
+    mutates: tuple[int, ...] = ()
 
 
 _REGISTRY: dict[str, OpUnit] | None = None
@@ -84,6 +87,13 @@ def check_graph_args(graph) -> None:
 
 def unit_for(op: OpCall) -> OpUnit | None:
     return registry().get(op.name)
+
+
+def written_in_place(graph) -> frozenset[int]:
+    """Values some op of the graph writes in place (OpUnit.mutates)."""
+    mutating = {name: unit.mutates for name, unit in registry().items() if unit.mutates}
+    return frozenset(op.args[i] for op in graph.chain if op.name in mutating
+                     for i in mutating[op.name] if i < len(op.args))
 
 
 def missing_ops(names) -> list[str]:

@@ -20,7 +20,7 @@ from ...plan.storage import storage_of
 from .._np import np
 from ..common import contiguous_strides, norm_dim
 from ..element import Element
-from ..registry import OpUnit
+from ..registry import OpUnit, written_in_place
 from .gather import GatherMap, compute_type, computed, emit_gather, store, strided_map
 
 _CAST_OUT = "dim_order_ops._to_dim_order_copy.out"  # a portable kernel call between delegates
@@ -148,9 +148,19 @@ def cast_element(A, call) -> Element:
     return Element("cast", (spec.x,), spec.out, compute_type(storage_of(A.tensor(spec.x))))
 
 
+def _prepacked_state(A, call) -> bool:
+    """A prepacked constant that a later op writes in place (a KV cache that llama's
+    update_cache fills): state of its own, zero at load like the exported buffer, not a
+    copy of the constant made again every call (the reference refuses non-zero data)."""
+    return call.name == "et_vk.prepack.default" and call.args[-1] in written_in_place(A.graph)
+
+
 def lower(L, call) -> None:
     spec = _parse(L.args, call)
     x, out = spec.x, spec.out
+    if _prepacked_state(L.args, call):
+        L.state_buf(out)
+        return
     if spec.kind == "identity" and L.storage(x) == L.storage(out) and L.alias(out, x):
         return
     emit_gather(L, x, out, gather_map(spec, L.tensor(x).dims), spec.kind)
@@ -158,6 +168,13 @@ def lower(L, call) -> None:
 
 def reference(R, call) -> None:
     spec = _parse(R.args, call)
+    if _prepacked_state(R.args, call):
+        if spec.out not in R.state and np.any(R.get(spec.x)):
+            raise PlanError(f"{R.args.op_name}: the prepacked state {spec.out} starts with "
+                            "non-zero data; webpte starts state at zero (export the buffer "
+                            "zero-initialised)")
+        R.persistent(spec.out)
+        return
     x = R.get(spec.x)
     if spec.kind == "permute":
         x = np.transpose(x, spec.perm)
