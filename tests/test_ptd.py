@@ -184,3 +184,57 @@ def test_cli_run_and_inspect_take_data_files(capsys):
     assert out["methods"]["forward"]["policy"]["ok"]
     assert main(["inspect", str(PTD / "program.pte")]) == 2
     assert "'fc.weight'" in capsys.readouterr().err
+
+
+# -- model folders ------------------------------------------------------------------------------
+
+def _folder(tmp_path, **meta) -> Path:
+    """A webpte model folder whose 'decoder' is the program fixture, with its .ptd listed."""
+    import hashlib
+    import shutil
+
+    for name in ("program.pte", "program.ptd", "delegate_0.ptd"):
+        shutil.copy(PTD / name, tmp_path / name)
+    for name in ("e.bin", "s.bin", "tok/tokenizer.json", "tok/tokenizer_config.json"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(b"{}")
+    digest = hashlib.sha256((PTD / "program.ptd").read_bytes()).hexdigest()
+    (tmp_path / "webpte_model.json").write_text(json.dumps({
+        "format": "webpte-model/1", "decoder": "program.pte", "embed_tokens": "e.bin",
+        "embed_scales": "s.bin", "tokenizer": "tok", "decoder_data": ["program.ptd"],
+        "sha256": {"program.ptd": digest}} | meta))
+    return tmp_path
+
+
+def test_a_model_folder_lists_its_programs_data_files(tmp_path):
+    from webpte.host.files import folder_manifest, resolve_model_folder
+
+    files = resolve_model_folder(_folder(tmp_path))
+    assert files.decoder_data == [tmp_path / "program.ptd"] and files.vision_data == []
+    # What the page fetches: the .ptd with its role and pinned sha256, like the .pte.
+    meta = json.loads((tmp_path / "webpte_model.json").read_text())
+    specs = {f["name"]: f for f in folder_manifest("webpte_model.json", meta)["files"]}
+    assert specs["program.ptd"]["role"] == "decoder_data"
+    assert specs["program.ptd"]["sha256"] == meta["sha256"]["program.ptd"]
+    # The decoder program with the folder's data files is the fixture's program.
+    ins, want = _reference()
+    prog = webpte.load(files.decoder, backend="reference", data=files.decoder_data)
+    check_outputs(prog.run(*ins), want, "model folder decoder")
+
+
+def test_a_model_folders_data_files_are_checked(tmp_path):
+    from webpte.host.files import ModelFolderError, resolve_model_folder
+
+    with pytest.raises(ModelFolderError) as e:
+        resolve_model_folder(_folder(tmp_path, decoder_data=["program.ptd", "gone.ptd"],
+                                     vision_data=["delegate_0.ptd"]))
+    text = str(e.value)
+    assert "missing gone.ptd (decoder_data)" in text
+    assert "lists 'vision_data' but names no 'vision' program" in text
+    folder = _folder(tmp_path)
+    (folder / "program.ptd").write_bytes((PTD / "other.ptd").read_bytes())
+    with pytest.raises(ModelFolderError, match="program.ptd does not match its sha256"):
+        resolve_model_folder(folder)
+    for bad in ("program.ptd", ["../program.ptd"]):
+        with pytest.raises(ModelFolderError, match="decoder_data"):
+            resolve_model_folder(_folder(tmp_path, decoder_data=bad))

@@ -18,6 +18,9 @@ special_tokens_map.json) and a meta file. Two layouts are recognised:
 
 A decoder with sliding-window layers on a ring cache (Gemma 4) also declares
 `"sliding_window": 8, "ring_rows": 16` (host.turn.ring_of_meta): KV reuse depends on them.
+A program that keeps its constants in external data files (ExecuTorch `.ptd`) lists them:
+`"decoder_data": ["decoder.ptd", ...]`, `"vision_data": [...]` (pinned by `sha256` like
+the rest).
 Anything absent is derived from the tokenizer files and the program's constant methods.
 """
 
@@ -81,6 +84,9 @@ class ModelFiles:
     stop_tokens: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
     layout: str = "webpte"
+    # The external data files (.ptd) of each program, in the order the meta lists them.
+    decoder_data: list[Path] = field(default_factory=list)
+    vision_data: list[Path] = field(default_factory=list)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
@@ -111,7 +117,9 @@ class FileSpec:
     and its size and sha256 when they are pinned."""
 
     name: str
-    role: str  # meta, decoder, vision, embed_tokens, embed_scales, tokenizer, tokenizer_config
+    # meta, decoder, vision, decoder_data / vision_data (a program's .ptd files, in order),
+    # embed_tokens, embed_scales, tokenizer, tokenizer_config
+    role: str
     size: int | None = None
     sha256: str | None = None
 
@@ -119,6 +127,9 @@ class FileSpec:
 TOKENIZER_FILES = (("tokenizer.json", "tokenizer"), ("tokenizer_config.json", "tokenizer_config"))
 _WEBPTE_ROLES = (("decoder", True), ("vision", False), ("embed_tokens", True),
                  ("embed_scales", True))
+# The external data files (.ptd) of each program, a list of names.
+DATA_ROLES = ("decoder_data", "vision_data")
+MAX_DATA_FILES = 256
 
 
 def confined_name(name, what: str) -> str | None:
@@ -183,6 +194,20 @@ def webpte_manifest(meta: dict) -> tuple[list[FileSpec], list[str]]:
             problems.append(why)
             continue
         specs.append(FileSpec(name, key, None, digests.get(name)))
+    for key in DATA_ROLES:
+        names = meta.get(key, [])
+        if not (isinstance(names, list) and len(names) <= MAX_DATA_FILES):
+            problems.append(f"{META_NAME}: {key!r} must be a list of at most {MAX_DATA_FILES} "
+                            f"file names")
+            continue
+        if names and meta.get(key.removesuffix("_data")) is None:
+            problems.append(f"{META_NAME} lists {key!r} but names no "
+                            f"{key.removesuffix('_data')!r} program")
+        for name in names:
+            if (why := confined_name(name, f"a {key!r} entry")) is not None:
+                problems.append(why)
+                continue
+            specs.append(FileSpec(name, key, None, digests.get(name)))
     tok = meta.get("tokenizer", "tokenizer")
     tok = tok.rstrip("/") if isinstance(tok, str) else tok
     if (why := confined_name(tok, "'tokenizer'")) is not None:
@@ -277,7 +302,9 @@ def _webpte_layout(folder: Path, verify: bool) -> ModelFiles:
         vision=path("vision"), embed_tokens=path("embed_tokens"),
         embed_scales=path("embed_scales"), tokenizer=folder / meta.get("tokenizer", "tokenizer"),
         hidden_size=meta.get("hidden_size"), sink_token=meta.get("sink_token", "<|im_start|>"),
-        stop_tokens=list(meta.get("stop_tokens", [])), meta=meta, layout="webpte")
+        stop_tokens=list(meta.get("stop_tokens", [])), meta=meta, layout="webpte",
+        decoder_data=[folder / n for n in meta.get("decoder_data", [])],
+        vision_data=[folder / n for n in meta.get("vision_data", [])])
     return files
 
 

@@ -21,7 +21,8 @@ class Model:
 
         self.files = files
         self.backend = backend
-        self.decoder = Program(files.decoder, backend=backend, limits=limits)
+        self.decoder = Program(files.decoder, backend=backend, limits=limits,
+                               data=files.decoder_data)
         consts = {n: m.constant for n, m in self.decoder.program.methods.items()
                   if m.is_constant}
         embeds_in = self.decoder.plan.inputs[0]
@@ -33,7 +34,8 @@ class Model:
         self.max_context = int(consts.get("get_max_context_len") or self.decoder.plan.max_context)
         self.vocab = int(self.decoder.plan.outputs[0].shape[-1])
         self.embeddings = EmbeddingTable(files.embed_tokens, files.embed_scales, self.hidden)
-        self.vision = (Program(files.vision, backend=backend, limits=limits)
+        self.vision = (Program(files.vision, backend=backend, limits=limits,
+                               data=files.vision_data)
                        if files.vision else None)
         # [height, width] of the pixel values the vision program takes, and the embedding
         # rows it gives per image (each replaces one <image> token of the prompt).
