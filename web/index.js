@@ -46,16 +46,23 @@ export { listCachedModels, hasModelInCache, deleteModelFromCache } from './cache
  * @param {boolean} [options.poison] fill activations/outputs with NaNs first (tests)
  * @param {boolean} [options.preflight] for a URL: plan from the file's flatbuffer ranges (HTTP
  *   Range requests) and check the device's limits before the file is downloaded (default true)
- * @param {Record<string, number> | null} [options.limits] caps on the device's WebGPU limits and
- *   `deviceMemory` (a byte budget), checked by the preflight (see loadModel)
+ * @param {'default' | Record<string, number> | null} [options.limits] 'default': plan for and
+ *   create the device with WebGPU's default limits (weights past a 128 MiB binding are split);
+ *   an object caps some WebGPU limits (camelCase names) the same way, and `deviceMemory` (a byte
+ *   budget) is checked by the preflight (see loadModel)
  * @param {boolean} [options.autotune] time the decode kernel variants of a program with few-row
  *   int8 linears on this adapter (a few calls each, once: the choice is cached per adapter and
  *   program) and plan the fastest; `stats.autotune` tells which (null: nothing to tune)
+ * @param {Array<string | URL | ArrayBuffer | ArrayBufferView | Blob>} [options.data] the external
+ *   data files (`.ptd`) the program keeps constants in (ExecuTorch external constants), as URLs
+ *   or bytes; a constant none of them holds is an ExternalDataError naming its key (a program
+ *   with data files is not preflighted)
  * @returns {Promise<Program>}
- * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | InputError | WorkerError}
+ * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | InputError | ExternalDataError | WorkerError}
  */
-export async function loadProgram(source, { method = 'forward', plan = null, fusion = 'all', onProgress, transfer = false, poison = false, preflight = true, limits = null, autotune = false } = {}) {
+export async function loadProgram(source, { method = 'forward', plan = null, fusion = 'all', onProgress, transfer = false, poison = false, preflight = true, limits = null, autotune = false, data = [] } = {}) {
   if (source instanceof URL) source = source.href;
+  data = dataSources(data);
   const isBytes = source instanceof ArrayBuffer || ArrayBuffer.isView(source)
     || (typeof Blob !== 'undefined' && source instanceof Blob);
   if (typeof source !== 'string' && !isBytes) {
@@ -64,8 +71,19 @@ export async function loadProgram(source, { method = 'forward', plan = null, fus
   const client = runtime();
   if (typeof source === 'string') source = resolveURL(source);
   const moved = transfer && source instanceof ArrayBuffer ? [source] : [];
-  const info = await client.request('load', { source, method, plan, fusion, poison, preflight: !!preflight, limits, autotune: !!autotune }, { onEvent: onProgress, transfer: moved });
+  const info = await client.request('load', { source, data, method, plan, fusion, poison, preflight: !!preflight, limits, autotune: !!autotune }, { onEvent: onProgress, transfer: moved });
   return new Program(client, info);
+}
+
+/** loadProgram's `data` as the worker takes it: absolute URLs and bytes. */
+function dataSources(data) {
+  if (!Array.isArray(data)) throw new InputError('loadProgram\'s data is a list of .ptd files (URLs or bytes)');
+  return data.map((d) => {
+    if (d instanceof URL) return d.href;
+    if (typeof d === 'string') return resolveURL(d);
+    if (d instanceof ArrayBuffer || ArrayBuffer.isView(d) || (typeof Blob !== 'undefined' && d instanceof Blob)) return d;
+    throw new InputError('a data file is a URL string, an ArrayBuffer, a TypedArray or a File/Blob');
+  });
 }
 
 /** @typedef {{dtype: string, shape: number[], storage: string, name: string}} TensorSpec */

@@ -10,6 +10,7 @@ import { DisposedError, InputError, ModelFolderError } from './errors.js';
 import { EmbeddingTable, PromptRows } from './embeddings.js';
 import { LocalFolder, UrlFolder, findMeta, readModelFiles } from './files.js';
 import { pixelValues } from './image.js';
+import { resolveLimits } from './limits.js';
 import { preflightModel, takePlan } from './preflight.js';
 import { bootPython, callPy, loadExecutor } from './runtime.js';
 import { TextStream, TextTokenizer } from './tokenizer.js';
@@ -51,6 +52,7 @@ class WorkerModel {
    */
   static async load({ base, files, verify = true, cache = true, fusion = 'all', preflight = true, limits = null, autotune = false }, emit) {
     const t0 = performance.now();
+    const caps = resolveLimits(limits);
     const folder = files ? new LocalFolder(files) : new UrlFolder(base);
     const booting = bootPython(emit);
     const meta = await findMeta(folder);
@@ -59,7 +61,7 @@ class WorkerModel {
     // undefined, not null: Pyodide hands JS null to Python as JsNull, undefined as None
     const manifest = callPy(() => glue.model_manifest(meta?.name ?? '', meta?.bytes ? text(meta.bytes) : undefined, folder.where),
       'reading the model folder');
-    const preflighted = preflight ? await preflightModel(folder, manifest, { glue, fusion, cache, limits }) : null;
+    const preflighted = preflight ? await preflightModel(folder, manifest, { glue, fusion, cache, limits: caps }) : null;
     const have = new Map(meta?.bytes ? [[meta.name, meta.bytes]] : []);
     const bytes = await readModelFiles(folder, manifest.files, { verify, cache, emit, have });
     if (base && cache) await recordCachedModel(base, manifest.name, manifest.files);
@@ -68,14 +70,16 @@ class WorkerModel {
       const spec = manifest.files.find((f) => f.role === role);
       return spec ? bytes.get(spec.name) : null;
     };
+    // A program's external data files (.ptd), in the order the meta lists them.
+    const dataOf = (role) => manifest.files.filter((f) => f.role === `${role}_data`).map((f) => ({ name: f.name, bytes: bytes.get(f.name) }));
     const m = new WorkerModel(manifest);
     try {
       // A program the preflight planned from the same file's ranges is not planned again.
       const load = (role) => {
-        const reused = takePlan(preflighted?.[role], file(role));
+        const reused = takePlan(preflighted?.[role], file(role), dataOf(role).map((f) => f.bytes));
         if (reused) emit({ stage: 'plan' });
         const plan = reused && { ...reused, boot_ms: booted.boot_ms };
-        return loadExecutor(file(role), { fusion, emit, plan: plan || null, autotune: autotune === true && role === 'decoder' });
+        return loadExecutor(file(role), { fusion, emit, plan: plan || null, autotune: autotune === true && role === 'decoder', caps, data: dataOf(role) });
       };
       m.decoder = await load('decoder');
       if (file('vision')) m.vision = await load('vision');

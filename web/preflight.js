@@ -7,8 +7,9 @@
 // Python reads synchronously, so network ranges are read with synchronous XHR: this runs in
 // the worker, whose thread is Python's anyway.
 
-import { AdapterLimitsError, InputError, WebpteError } from './errors.js';
+import { AdapterLimitsError, WebpteError } from './errors.js';
 import { CACHE_NAME, LocalFolder } from './files.js';
+import { plannerLimits, resolveLimits } from './limits.js';
 import { callPy, planFeatures, sharedDevice } from './runtime.js';
 
 const MIN_READ = 4096; // a read extends to at least this many bytes: headers come with what follows
@@ -140,37 +141,45 @@ function allowedLimits(limits, caps) {
  * download then goes ahead; the load checks the limits).
  * @param {string} url
  * @param {{glue: any, method?: string, fusion?: string, features?: string[], cache?: boolean,
- *   limits?: Record<string, number> | null}} options `limits` caps the device's limits
- *   (WebGPU names; `deviceMemory`: a byte budget for the plan's buffers, which WebGPU does not report)
+ *   limits?: Record<string, number> | null, data?: string[]}} options `limits` caps the device's limits
+ *   (WebGPU names; `deviceMemory`: a byte budget for the plan's buffers, which WebGPU does not report);
+ *   `data`: the URLs of the program's external data files (`.ptd`), read by ranges too
  * @returns {Promise<object>}
  * @throws {AdapterLimitsError} the plan needs more than the device (or `limits`) allows
  * @throws {WebpteError} the program cannot be planned (read from the server's bytes)
  */
-export async function preflightProgram(url, { glue, method = 'forward', fusion = 'all', features = null, cache = false, limits = null }) {
+export async function preflightProgram(url, { glue, method = 'forward', fusion = 'all', features = null, cache = false, limits = null, data = [] }) {
   features ??= await planFeatures();
-  if (limits != null && (typeof limits !== 'object'
-      || !Object.values(limits).every((v) => typeof v === 'number' && v >= 0))) {
-    throw new InputError('limits must be an object of WebGPU limit names (and deviceMemory) to non-negative numbers');
-  }
+  limits = resolveLimits(limits);
   if (await isCached(url, cache)) return { skipped: 'the file is cached: nothing to download' };
   const opened = await urlRanges(url);
   if (opened.skipped) return { skipped: opened.skipped };
   const { ranges } = opened;
+  // The external data files' ranges too: the plan names their byte ranges.
+  const dataRanges = [];
+  for (const u of data) {
+    const o = await urlRanges(u);
+    if (o.skipped) return { skipped: o.skipped };
+    dataRanges.push({ url: u, ranges: o.ranges });
+  }
   const device = await sharedDevice({});
   const py = glue.RangeSource(ranges.size, (start, stop) => ranges.read(start, stop));
+  const pyData = dataRanges.map((d) => glue.RangeSource(d.ranges.size, (start, stop) => d.ranges.read(start, stop), d.url));
   let out;
   const t0 = performance.now();
   try {
-    out = callPy(() => glue.preflight_program(py, method, features, fusion), 'the preflight plan');
+    out = callPy(() => glue.preflight_program(py, method, features, fusion, plannerLimits(limits), pyData), 'the preflight plan');
     out.plan_total_ms = performance.now() - t0;   // with the Range reads it waited for
   } catch (err) {
     // A read that failed says nothing about the program, and neither does a bug of the
     // preflight (a plain WebpteError from callPy): the load goes ahead and finds what is wrong.
-    const failure = ranges.failure ?? (err.constructor === WebpteError ? err : null);
+    const failure = ranges.failure ?? dataRanges.find((d) => d.ranges.failure)?.ranges.failure
+      ?? (err.constructor === WebpteError ? err : null);
     if (failure) return { skipped: `the preflight could not plan the program (${failure.message.split('\n')[0]})` };
     throw err;
   } finally {
     py.destroy();
+    for (const p of pyData) p.destroy();
   }
   const allowed = allowedLimits(device.limits, limits);
   for (const [snake, needed] of Object.entries(out.needs)) {
@@ -185,7 +194,9 @@ export async function preflightProgram(url, { glue, method = 'forward', fusion =
     }
   }
   // `held` (not enumerable: stats stay plain) lets takePlan check the download against it.
-  return Object.defineProperty({ ...out, fetched: ranges.fetched, reads: ranges.reads }, 'held', { value: ranges.held });
+  const answer = Object.defineProperty({ ...out, fetched: ranges.fetched, reads: ranges.reads }, 'held', { value: ranges.held });
+  if (dataRanges.length) answer.data_fetched = dataRanges.map((d) => d.ranges.fetched);
+  return Object.defineProperty(answer, 'dataHeld', { value: dataRanges.map((d) => ({ size: d.ranges.size, held: d.ranges.held })) });
 }
 
 /**
@@ -200,7 +211,8 @@ export async function preflightModel(folder, manifest, { glue, fusion = 'all', c
   if (folder instanceof LocalFolder) return null;
   const out = {};
   for (const spec of manifest.files.filter((f) => f.role === 'decoder' || f.role === 'vision')) {
-    out[spec.role] = await preflightProgram(folder.url(spec.name), { glue, fusion, cache, limits });
+    const data = manifest.files.filter((f) => f.role === `${spec.role}_data`).map((f) => folder.url(f.name));
+    out[spec.role] = await preflightProgram(folder.url(spec.name), { glue, fusion, cache, limits, data });
   }
   return out;
 }
@@ -212,19 +224,25 @@ export async function preflightModel(folder, manifest, { glue, fusion = 'all', c
  * the figures, not the plan).
  * @param {object | null} preflighted preflightProgram's answer
  * @param {ArrayBuffer} bytes
+ * @param {ArrayBuffer[]} [data] the downloaded external data files, in the preflight's order
  * @returns {{plan: string, position_input: number[] | null, dynamic: boolean, plan_ms: number,
  *   plan_total_ms: number, bytes_read: number} | null}
  */
-export function takePlan(preflighted, bytes) {
+export function takePlan(preflighted, bytes, data = []) {
   const planned = preflighted?.planned ?? null;
   if (preflighted) delete preflighted.planned;
   if (!planned || preflighted.file_size !== bytes.byteLength) return null;
   // The plan holds for these bytes only if every range Python read is what was downloaded.
-  const file = new Uint8Array(bytes);
-  for (const { start, bytes: seen } of preflighted.held ?? []) {
-    const got = file.subarray(start, start + seen.length);
-    if (got.length !== seen.length || got.some((b, i) => b !== seen[i])) return null;
-  }
+  const dataHeld = preflighted.dataHeld ?? [];
+  if (dataHeld.length !== data.length || dataHeld.some((d, k) => d.size !== data[k].byteLength)) return null;
+  const same = (content, held) => {
+    const file = new Uint8Array(content);
+    return held.every(({ start, bytes: seen }) => {
+      const got = file.subarray(start, start + seen.length);
+      return got.length === seen.length && got.every((b, i) => b === seen[i]);
+    });
+  };
+  if (!same(bytes, preflighted.held ?? []) || dataHeld.some((d, k) => !same(data[k], d.held))) return null;
   const { plan_ms, plan_total_ms, bytes_read } = preflighted;
   return { ...planned, plan_ms, plan_total_ms, bytes_read };
 }

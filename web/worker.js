@@ -9,6 +9,7 @@ import { fetchBody } from './files.js';
 import { modelHandlers } from './model_worker.js';
 import { Transfer, serve } from './protocol.js';
 import { gpuCreations, gpuTraffic, recentCalls } from './executor.js';
+import { resolveLimits } from './limits.js';
 import { preflightProgram, takePlan } from './preflight.js';
 import { bootPython, currentDevice, loadExecutor, pythonStarted } from './runtime.js';
 
@@ -33,27 +34,41 @@ async function fetchBytes(source, emit) {
   }
 }
 
+/** The external data files of a program, fetched: `{name, bytes}` each (name: the URL). */
+async function fetchData(data, emit) {
+  const out = [];
+  for (const [k, source] of data.entries()) {
+    const name = typeof source === 'string' ? source : `data file ${k + 1}`;
+    out.push({ name, bytes: await fetchBytes(source, (e) => emit({ ...e, file: name })) });
+  }
+  return out;
+}
+
 const models = modelHandlers();
 
 const handlers = {
-  /** {source, method?, plan?, fusion?, poison?, preflight?, limits?, autotune?} -> {handle, method, inputs, outputs, stats} */
-  async load({ source, method = 'forward', plan = null, fusion = 'all', poison = false, preflight = true, limits = null, autotune = false }, emit) {
+  /** {source, data?, method?, plan?, fusion?, poison?, preflight?, limits?, autotune?} -> {handle, method, inputs, outputs, stats} */
+  async load({ source, data = [], method = 'forward', plan = null, fusion = 'all', poison = false, preflight = true, limits = null, autotune = false }, emit) {
     const t0 = performance.now();
-    // A URL's program is planned from its flatbuffer ranges and checked before it is fetched.
-    const preflighted = typeof source === 'string' && plan == null && preflight
-      ? await preflightProgram(source, { glue: (await bootPython(emit)).glue, method, fusion, limits })
+    const caps = resolveLimits(limits);
+    if (!Array.isArray(data)) throw new InputError('data is a list of external data files (.ptd): URLs, ArrayBuffers, TypedArrays or Blobs');
+    // A URL's program is planned from its flatbuffer ranges (and its data files') and checked
+    // before it is fetched.
+    const preflighted = typeof source === 'string' && plan == null && preflight && data.every((d) => typeof d === 'string')
+      ? await preflightProgram(source, { glue: (await bootPython(emit)).glue, method, fusion, limits: caps, data })
       : null;
     const bytes = await fetchBytes(source, emit);
+    const dataFiles = await fetchData(data, emit);
     const fetch_ms = performance.now() - t0;
-    const reused = takePlan(preflighted, bytes);
+    const reused = takePlan(preflighted, bytes, dataFiles.map((f) => f.bytes));
     if (reused) emit({ stage: 'plan' });   // planned by the preflight, from the same file's ranges
     const planned = reused && { ...reused, boot_ms: (await bootPython(emit)).boot_ms };
     const { executor, positionInput, dynamic, stats } = await loadExecutor(bytes, {
-      method, plan: planned || plan, fusion, poison, emit, autotune: autotune === true && plan == null,
+      method, plan: planned || plan, fusion, poison, emit, autotune: autotune === true && plan == null, caps, data: dataFiles,
     });
     const handle = nextHandle++;
     // A method with dynamic shapes keeps its bytes: calls with other dims are planned for them.
-    programs.set(handle, { executor, positionInput, dynamic, bytes: dynamic ? bytes : null, method, fusion, poison, specialized: new Map() });
+    programs.set(handle, { executor, positionInput, dynamic, bytes: dynamic ? bytes : null, data: dynamic ? dataFiles : [], method, fusion, poison, caps, specialized: new Map() });
     emit({ stage: 'ready' });
     const { plan: parsed } = executor;
     return {
@@ -149,7 +164,7 @@ async function executorFor(p, inputs) {
   }
   const key = JSON.stringify(shapes);
   if (!p.specialized.has(key)) {
-    const { executor } = await loadExecutor(p.bytes, { method: p.method, fusion: p.fusion, poison: p.poison, inputShapes: shapes, emit: () => {} });
+    const { executor } = await loadExecutor(p.bytes, { method: p.method, fusion: p.fusion, poison: p.poison, inputShapes: shapes, caps: p.caps, data: p.data, emit: () => {} });
     p.specialized.set(key, executor);
   }
   return p.specialized.get(key);

@@ -275,6 +275,7 @@ def main(out_dir: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     programs = sorted(FIXTURES.glob("*.pte")) + sorted(FIXTURES.glob("gemma4/*.pte"))
     programs += sorted(FIXTURES.glob("gemma4_vision/*.pte"))
+    programs += sorted(FIXTURES.glob("semantics/*.pte"))   # ExecuTorch's memory model
     fixtures = [fixture_entry(out, p) for p in programs if p.with_suffix(".npz").exists()]
     synthetic = [synthetic_entry(out, n, m) for n, m in SYNTHETIC.items()]
     synthetic += [synthetic_entry(out, n, m, f, exact=True)
