@@ -238,3 +238,26 @@ def test_a_model_folders_data_files_are_checked(tmp_path):
     for bad in ("program.ptd", ["../program.ptd"]):
         with pytest.raises(ModelFolderError, match="decoder_data"):
             resolve_model_folder(_folder(tmp_path, decoder_data=bad))
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_weights_split_past_a_binding_keep_their_file(route):
+    files = [read_data_file(open_source(p), p.name) for p in _files(route)]
+    prog = read_program(open_source(PTD / f"{route}.pte"), files)
+    # 112 bytes: four rows of the 7-wide f32 weight per block.
+    plan = plan_method(prog, limits={"max_storage_buffer_binding_size": 112})
+    inits = [b.init for b in plan.buffers if b.init and b.init["kind"] == "file"]
+    assert all(i.get("file", 0) >= 1 for i in inits), inits
+    for i in inits:
+        size = files[i["file"] - 1].size
+        assert i["offset"] + i["nbytes"] <= size
+
+
+def test_split_weights_from_a_data_file_match_eager(gpu):
+    ins, want = _reference()
+    prog = webpte.load(PTD / "delegate.pte", data=_files("delegate"), poison=True,
+                       limits={"max_storage_buffer_binding_size": 112})
+    assert len(prog.plan.dispatches) > len(plan_method(read_program(
+        open_source(PTD / "delegate.pte"),
+        [read_data_file(open_source(p), p.name) for p in _files("delegate")])).dispatches)
+    check_outputs(prog.run(*ins), want, "split weight")

@@ -11,10 +11,10 @@ same op on fewer output features, so its results are the unsplit op's, bit for b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import PlanError
-from ..pte.graph import ConstantRef, Graph, OpCall, TensorValue, ValueList
+from ..pte.graph import Graph, OpCall, TensorValue, ValueList
 from .storage import storage_bytes
 
 DEFAULT_BINDING = 134217728  # WebGPU's default max_storage_buffer_binding_size
@@ -109,6 +109,6 @@ def _cut(values: list, constants: list, graph: Graph, vid: int, start: int, coun
     t = graph.tensor(vid)
     ref = graph.constants[t.constant_id]
     row = ref.nbytes // t.dims[0]
-    constants.append(ConstantRef(ref.offset + start * row, count * row, ref.key))
+    constants.append(replace(ref, offset=ref.offset + start * row, nbytes=count * row))
     values.append(TensorValue(t.dtype, (count,) + t.dims[1:], len(constants) - 1))
     return len(values) - 1
