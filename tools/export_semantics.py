@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 from executorch.backends.webgpu.partitioner import WebGPUPartitioner
 from executorch.exir import ExecutorchBackendConfig, to_edge, to_edge_transform_and_lower
+from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401  (llama.update_cache)
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -103,6 +104,15 @@ class InPlaceState(nn.Module):
         return self.acc * 1.5, self.cache.sum(0, keepdim=True)
 
 
+class InputCache(nn.Module):
+    """A cache the caller passes, updated in place by llama's update_cache inside the
+    delegate: the program returns the updated cache as a second output."""
+
+    def forward(self, value, cache):
+        torch.ops.llama.update_cache(value, cache, 2)
+        return cache * 1.0
+
+
 def _stateful_calls(gen: torch.Generator):
     return [(torch.randn(3, 5, generator=gen), torch.tensor([i * 2 % 6])) for i in range(3)]
 
@@ -120,6 +130,9 @@ FIXTURES = {
     "portable_max_indices": (MaxIndices, lambda g: (torch.randn(4, 5, 3, generator=g),),
                              "portable"),
     "portable_inplace_state": (InPlaceState, None, "portable"),
+    "webgpu_input_cache": (InputCache, lambda g: (torch.randn(1, 3, 2, 5, generator=g),
+                                                  torch.randn(1, 7, 2, 5, generator=g)),
+                           "webgpu"),
     "webgpu_inplace_state": (InPlaceState, None, "webgpu"),
     "aliased_inplace_state": (InPlaceState, None, "aliased"),
 }
@@ -152,10 +165,13 @@ def write(out: Path, name: str) -> None:
                 arrays |= {f"call{i}_output_{j}": o.numpy() for j, o in enumerate(outs)}
     else:
         args = inputs(gen)
+        data = export(module, tuple(a.clone() for a in args), way)
+        mutated = tuple(a.clone() for a in args)
         with torch.no_grad():
-            outs = module(*args)
+            outs = module(*mutated)
         outs = outs if isinstance(outs, tuple) else (outs,)
-        data = export(module, args, way)
+        # Inputs the module mutates come back as outputs after the user's (ExecuTorch's order).
+        outs += tuple(m for a, m in zip(args, mutated, strict=True) if not torch.equal(a, m))
         arrays = {f"input_{j}": a.numpy() for j, a in enumerate(args)}
         arrays |= {f"output_{j}": o.numpy() for j, o in enumerate(outs)}
     (out / f"{name}.pte").write_bytes(data)

@@ -190,6 +190,14 @@ class _Builder:
         # first and the user outputs (what the call passes) last.
         n_mut = len(g.output_ids) - len(outs)
         remap.update(zip(g.output_ids[n_mut:], outs))
+        # A graph value that is an input and an output (a cache the caller passes and gets
+        # back updated): the output's method value, holding the input's content first.
+        for vid, src in zip(g.input_ids, call.args[:n_in], strict=True):
+            if remap[vid] != src:
+                self.values.append(False)
+                flag = len(self.values) - 1
+                self.chain.append(OpCall(_COPY, (remap[vid], src, flag, remap[vid]),
+                                         len(self.chain)))
         base_const = len(self.constants)
         self.constants.extend(g.constants)
 
