@@ -64,3 +64,16 @@ def test_bad_limits_are_input_errors():
     for bad in ("huge", {"max_bogus": 4}, {"max_buffer_size": -1}, {"max_buffer_size": 1.5}):
         with pytest.raises(InputError):
             resolve_limits(bad)
+
+
+def test_an_embedding_table_past_the_limit_is_split_by_rows(gpu):
+    """13 x 6 f32 table (312 bytes) at a 160-byte binding: blocks of 4 rows, each gathering
+    at its clamped indices, merged by where(index >= first row): eager's rows exactly."""
+    name = FIXTURES / "semantics" / "portable_token_embedding"
+    calls = np.load(name.with_suffix(".npz"))
+    prog = webpte.load(name.with_suffix(".pte"), limits={"max_storage_buffer_binding_size": 160})
+    ops = [d.op for d in prog.plan.dispatches]
+    assert ops.count("aten.embedding.default") == 4 and ops.count("aten.where.self") == 3
+    assert max(b.size for b in prog.plan.buffers) <= 160
+    (out,) = prog.run(calls["input_0"])
+    np.testing.assert_array_equal(out, calls["output_0"])

@@ -7,6 +7,10 @@ is larger than the limit into linears over row blocks of W (each block a byte ra
 same file data, no copy at load), their per-output vectors (bias, int8 weight sums and
 scales) cut alike, and one `cat` of the block outputs along the last dim. Each block is the
 same op on fewer output features, so its results are the unsplit op's, bit for bit.
+
+An embedding table past the limit is split by rows (tokens) alike: block b gathers its rows
+at the indices moved into it (clamped), and a `where` on `index >= first row of b` takes its
+rows over the blocks before it; each output row is one table row, copied, as unsplit.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import PlanError
-from ..pte.graph import Graph, OpCall, TensorValue, ValueList
+from ..pte.graph import DType, Graph, OpCall, TensorValue, ValueList
 from .storage import storage_bytes
 
 DEFAULT_BINDING = 134217728  # WebGPU's default max_storage_buffer_binding_size
@@ -34,15 +38,32 @@ FORMS = {
 }
 
 
+@dataclass(frozen=True)
+class _Embedding:
+    table: int                  # arg index of the table [V, ...]: one row per token
+    per_row: tuple[int, ...]    # arg indices of [V, ...] constants cut with the table's rows
+    index: int                  # arg index of the token indices
+
+
+EMBEDDINGS = {
+    "aten.embedding.default": _Embedding(0, (), 1),
+    "et_vk.embedding_q4gsw.default": _Embedding(0, (1,), 3),
+}
+
+
 def split_large_weights(graph: Graph, binding_limit: int = DEFAULT_BINDING) -> Graph:
     """`graph` with every linear whose weight exceeds `binding_limit` bytes split into row
     blocks (module docstring); the graph itself when none does."""
-    if not any(_too_large(graph, op, binding_limit) for op in graph.chain):
+    if not any(_too_large(graph, op, binding_limit) or _table_too_large(graph, op, binding_limit)
+               for op in graph.chain):
         return graph
     values = list(graph.values)
     constants = list(graph.constants)
     chain: list[OpCall] = []
     for op in graph.chain:
+        if _table_too_large(graph, op, binding_limit):
+            _split_embedding(graph, op, binding_limit, values, constants, chain)
+            continue
         if not _too_large(graph, op, binding_limit):
             chain.append(OpCall(op.name, op.args, len(chain)))
             continue
@@ -80,6 +101,70 @@ def _too_large(graph: Graph, op: OpCall, limit: int) -> bool:
     ref = graph.constants[w.constant_id]
     return storage_bytes(w) > limit and ref.nbytes == storage_bytes(w) and all(
         _cuttable(graph, op.args[i], w.dims[0]) for i in form.per_out)
+
+
+def _table_too_large(graph: Graph, op: OpCall, limit: int) -> bool:
+    form = EMBEDDINGS.get(op.name)
+    if form is None or len(op.args) <= max(form.table, form.index, *form.per_row):
+        return False
+    ids = [form.table, *form.per_row]
+    ts = [graph.values[op.args[i]] for i in ids]
+    if not all(isinstance(t, TensorValue) and t.is_constant and len(t.dims) >= 2 for t in ts):
+        return False
+    rows = ts[0].dims[0]
+    index, out = graph.values[op.args[form.index]], graph.values[op.args[-1]]
+    if not (isinstance(index, TensorValue) and isinstance(out, TensorValue)
+            and len(out.dims) == len(index.dims) + 1):
+        return False
+    return (rows > 4 and any(storage_bytes(t) > limit for t in ts)
+            and all(t.dims[0] == rows and graph.constants[t.constant_id].nbytes
+                    == storage_bytes(t) for t in ts))
+
+
+def _split_embedding(graph: Graph, op: OpCall, limit: int, values: list, constants: list,
+                     chain: list[OpCall]) -> None:
+    """Row blocks of the table, each gathering at its clamped indices, merged by `where`s."""
+    form = EMBEDDINGS[op.name]
+    rows = min(_block_rows(graph.tensor(op.args[i]), limit) for i in (form.table, *form.per_row))
+    n = graph.tensor(op.args[form.table]).dims[0]
+    index = op.args[form.index]
+    it, out = graph.tensor(index), graph.tensor(op.args[-1])
+
+    def new(value) -> int:
+        values.append(value)
+        return len(values) - 1
+
+    def emit(name: str, *args: int) -> int:
+        chain.append(OpCall(name, args, len(chain)))
+        return args[-1]
+
+    merged = None
+    starts = list(range(0, n, rows))
+    for start in starts:
+        count = min(rows, n - start)
+        moved = index
+        if start:
+            moved = emit("aten.add.Scalar", index, new(-start), new(None),
+                         new(TensorValue(it.dtype, it.dims)))
+        local = emit("aten.clamp.default", moved, new(0), new(count - 1),
+                     new(TensorValue(it.dtype, it.dims)))
+        args = list(op.args)
+        for i in (form.table, *form.per_row):
+            args[i] = _cut(values, constants, graph, op.args[i], start, count)
+        args[form.index] = local
+        last = start == starts[-1]
+        if merged is None:
+            args[-1] = new(TensorValue(out.dtype, out.dims))
+            merged = emit(op.name, *args)
+            continue
+        args[-1] = new(TensorValue(out.dtype, out.dims))
+        rows_b = emit(op.name, *args)
+        inside = emit("aten.ge.Scalar", index, new(start),
+                      new(TensorValue(DType.BOOL, it.dims)))
+        inside = emit("aten.unsqueeze_copy.default", inside, new(len(it.dims)),
+                      new(TensorValue(DType.BOOL, it.dims + (1,) * (len(out.dims) - len(it.dims)))))
+        merged = emit("aten.where.self", inside, rows_b, merged,
+                      op.args[-1] if last else new(TensorValue(out.dtype, out.dims)))
 
 
 def _cuttable(graph: Graph, vid: int, n: int) -> bool:
