@@ -8,7 +8,9 @@ from harness import assert_close, run_graph_both
 from test_op_q8 import require_dot4
 from test_op_qparams import torch_formula
 from webpte.errors import PlanError, UnsupportedOpError
+from webpte.kernels.quantized.linear_q4 import dq8ca_q4gsw_reference
 from webpte.kernels.quantized.linear_q8 import DOT4_FEATURE
+from webpte.kernels.quantized.qparams import choose_qparams_reference
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
 from webpte.plan import lower
@@ -171,3 +173,123 @@ def test_dq8ca_unsupported_forms(rng):
     graph, _ = dq8ca_graph(w, sums[:2], scales[:2], 16, (2,))
     with pytest.raises(UnsupportedOpError, match=r"weight sums \[2, 8\] should be \[3"):
         lower(graph)
+
+
+def _f32(bits):
+    return np.array([bits], np.uint32).view(np.float32)[0]
+
+
+# Rows (row min, row max, probe) whose quantization sits on a rounding step, with what each
+# must give: (column 0 = min, 1 = max, 2 = probe; expected q - zp there). torchao's arithmetic
+# (choose_qparams_affine, then clamp(round(x * f32(1/scale)) + zp)) gives these; the torch
+# test below checks that on torchao itself.
+ROUNDING_ROWS = [
+    # A 2-layer Llama-3.2-1B-shaped 8da4w decoder, call 1, layer 1's wo input, row 3: the
+    # attention output differs from eager's by <= 4 f32 ulps, min and max by one; x * (1/scale)
+    # is -19.499998 on one, -19.500008 on the other, so q is one step apart and the logits end
+    # 5.4e-3 rel-L2 apart. Each side quantizes its own x exactly as torchao does.
+    ("tie below", _f32(0xBF6B7D21), _f32(0x3F962975), _f32(0xBE23E548), (2, -19)),
+    ("tie above", _f32(0xBF6B7D22), _f32(0x3F962974), _f32(0xBE23E54C), (2, -20)),
+    # x * f32(1/scale) is exactly -6.5 (half to even: -6); x / scale would be -6.5000005 (-7).
+    ("times reciprocal", np.float32(-1.6295055150985718), np.float32(1.635087490081787),
+     np.float32(-0.0832151249051094), (2, -6)),
+    # round(max / scale) + zp = 128 clamps to 127; round(min / scale) + zp = -129 to -128.
+    ("clamp high", np.float32(-1.95967435836792), np.float32(0.35919782519340515),
+     np.float32(0.1), (1, 39)),
+    ("clamp low", np.float32(-1.7940858602523804), np.float32(1.0040298700332642),
+     np.float32(0.1), (0, -163)),
+]
+
+
+def rounding_rows(k):
+    """(rows, k) f32: min, max and probe in columns 0-2, then values strictly inside the row's
+    range (they set neither scale nor zero point)."""
+    x = np.empty((len(ROUNDING_ROWS), k), np.float32)
+    for i, (_, lo, hi, probe, _) in enumerate(ROUNDING_ROWS):
+        x[i, :3] = lo, hi, probe
+        x[i, 3:] = np.linspace(np.float32(0.9) * lo, np.float32(0.9) * hi, k - 3)
+    return x
+
+
+def torchao_steps(x):
+    """(q - zp (rows, k) int64, scale f32) with torchao's per-row asymmetric int8 arithmetic."""
+    k = x.shape[1]
+    s, z = torch_formula(x, (1, k), "ASYMMETRIC", -128, 127)
+    q = np.clip(np.round(x * (np.float32(1) / s)[:, None]) + z[:, None], -128, 127)
+    return (q - z[:, None]).astype(np.int64), s
+
+
+@pytest.mark.parametrize("features", VARIANTS)
+def test_dq8ca_rounding_steps(gpu, rng, features):
+    # Output columns 0-2 read x's columns 2, 1, 0 through a weight of 1 at unit scales:
+    # out = f32(q - zp) * scale exactly, so one quantization step apart is visible.
+    k, n, gs = 32, 8, 16
+    w, sums, scales = q4gsw_operands(rng, n, k, gs)
+    w[:3] = 0
+    w[0, 2] = w[1, 1] = w[2, 0] = 1
+    sums[:, :n] = w.astype(np.int32).reshape(n, -1, gs).sum(2).T
+    scales[:, :3] = 1
+    graph, blob = dq8ca_graph(w, sums, scales, gs, (len(ROUNDING_ROWS),))
+    x = rounding_rows(k)
+    steps, s = torchao_steps(x)
+    for row, (name, *_, (col, want)) in zip(steps, ROUNDING_ROWS, strict=True):
+        assert row[col] == want, f"{name}: torchao's formula gives {row[col]}, not {want}"
+    (out,), (ref,) = run_features(graph, blob, [x], features)
+    expect = steps[:, [2, 1, 0]].astype(np.float32) * s[:, None]
+    assert_close(ref[:, :3], expect, exact=True, what="reference rounding steps")
+    assert_close(out[:, :3], expect, exact=True, what="rounding steps")
+    wd = w.astype(np.float64) * np.repeat(scales[:, :n].T, gs, axis=1)
+    full = (steps * s[:, None].astype(np.float64)) @ wd.T
+    assert_close(ref, full.astype(np.float32), rel=1e-6, what="reference vs fake-quant")
+    assert_close(out, ref, rel=1e-6, what="dq8ca")
+
+
+def test_dq8ca_is_torchaos_8da4w_linear(rng):
+    # The op's golden is the converted eager module (ExecuTorch's WebGPU op tests): torchao's
+    # Int8DynamicActivationIntxWeightConfig(int4, PerGroup) linear. Same x: same scale, zero
+    # point and int8 x as torchao, bit for bit; the output up to f32 summation order.
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchao")
+    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_primitives import (
+        MappingType,
+        choose_qparams_affine,
+        quantize_affine,
+    )
+
+    k, n, gs = 64, 24, 32
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(k, n)
+    quantize_(lin, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,
+                                                         weight_granularity=PerGroup(gs)))
+    w = lin.weight.qdata.numpy()  # (N, K) int8 in [-8, 7]
+    assert not lin.weight.zero_point.numpy().any()
+    sums = w.astype(np.int32).reshape(n, -1, gs).sum(2).T.copy()  # (G, N)
+    wscale = lin.weight.scale.detach().numpy().T.copy()  # (G, N)
+    bias = lin.bias.detach().numpy()
+    m = int(rng.integers(8, 12))
+    graph, blob = dq8ca_graph(w, sums, wscale, gs, (m,), bias=bias)
+    x = (rng.standard_normal((m, k)) * np.exp(rng.uniform(-6, 6, (m, 1)))).astype(np.float32)
+    x[: len(ROUNDING_ROWS)] = rounding_rows(k)
+    x[-1] = np.abs(x[-1])  # a row without negatives: zero point -128
+    env = run_reference(graph, {graph.input_ids[0]: x}, blob)
+    (out,) = (env.get(v) for v in graph.output_ids)
+
+    t = torch.from_numpy(x)
+    s, z = choose_qparams_affine(t, MappingType.ASYMMETRIC, [1, k], torch.int8, -128, 127,
+                                 zero_point_dtype=torch.int8)
+    q = quantize_affine(t, [1, k], s, z, torch.int8, -128, 127).numpy().astype(np.int64)
+    ours_s, ours_z = choose_qparams_reference(x, "ASYMMETRIC", -128, 127, 2.0 ** -126)
+    assert_close(ours_s, s.numpy(), exact=True, what="scales")
+    assert_close(ours_z.astype(np.int8), z.numpy(), exact=True, what="zero points")
+    _, acc = dq8ca_q4gsw_reference(x, ours_s, ours_z, w, sums, wscale, gs, None)
+    torch_acc = np.einsum("mgk,ngk->gmn", q.reshape(m, -1, gs),
+                          w.astype(np.int64).reshape(n, -1, gs))
+    assert_close(acc, torch_acc, exact=True, what="int8 x int4 accumulators")
+    assert_close(torchao_steps(x)[0], q - z.numpy().astype(np.int64)[:, None], exact=True,
+                 what="the tests' formula")
+    with torch.no_grad():
+        eager = lin(t).numpy()
+    assert_close(out, eager, rel=1e-6, atol=1e-6 * float(np.abs(eager).max()),
+                 what="dq8ca vs torchao eager")

@@ -23,6 +23,10 @@ in W's nibble order; then per group the exact int32 accumulator
 and, in f32, y = sum_g f32(acc_g - zp[m] * sums[g, n]) * wscale[g, n], out = y * scale[m]
 (+ bias[n]). The numpy reference does exactly this (int64 accumulators, f32 steps); the
 accumulation uses dot4I8Packed when the lowering's features include it.
+The semantics are torchao's 8da4w linear (choose_qparams_affine, quantize_affine,
+dequantize_affine, F.linear), which ExecuTorch's WebGPU op tests take as this op's golden;
+the op's composite in `backends/vulkan/custom_ops_lib.py` ignores the input scales and zero
+points (a float linear of x, ~1e-2 rel-L2 away) and is not.
 """
 
 from __future__ import annotations
