@@ -84,6 +84,30 @@ SMOLLM2_135M = DecoderConfig(
 )
 
 
+# Real-size shapes of the published WebGPU LLM programs (random weights, this recipe: int8
+# two-pass linears, windowed, sink row), cut to `layers` by `real_size(name, layers)`.
+REAL_SIZE = {
+    # Llama-3.2-1B: width 2048, 32/8 heads, hidden 8192, vocab 128,256 (int8 head 262.7 MB)
+    "llama1b": DecoderConfig(dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, head_dim=64,
+                             hidden_dim=8192, vocab_size=128256, max_context_len=512,
+                             rope_theta=500000.0),
+    # Qwen3-0.6B's widths: 1024, 16/8 heads of 128, hidden 3072, vocab 151,936
+    "qwen3_0_6b": DecoderConfig(dim=1024, n_layers=28, n_heads=16, n_kv_heads=8, head_dim=128,
+                                hidden_dim=3072, vocab_size=151936, max_context_len=512,
+                                rope_theta=1000000.0),
+    # Gemma-3-1B's widths: 1152, 4/1 heads of 256, hidden 6912, vocab 262,144 (int8 head 302 MB)
+    "gemma3_1b": DecoderConfig(dim=1152, n_layers=26, n_heads=4, n_kv_heads=1, head_dim=256,
+                               hidden_dim=6912, vocab_size=262144, max_context_len=512,
+                               rope_theta=1000000.0),
+}
+
+
+def real_size(name: str, layers: int | None = None) -> DecoderConfig:
+    """A REAL_SIZE shape, with `layers` layers (default: all of them)."""
+    config = REAL_SIZE[name]
+    return config if layers is None else replace(config, n_layers=layers)
+
+
 def model_args(config: DecoderConfig) -> ModelArgs:
     """The llama `ModelArgs` of a config (max_seq_len = window + 1, like the published 5)."""
     return ModelArgs(

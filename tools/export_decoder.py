@@ -34,11 +34,13 @@ from executorch.exir._serialize._program import deserialize_pte_binary
 from executorch.extension.llm.export.builder import DType, LLMEdgeManager
 
 from decoder_model import (
+    REAL_SIZE,
     SMOLVLM,
     TINY,
     DecoderConfig,
     WindowedDecoder,
     build_decoder,
+    real_size,
     register_linear_q8ta_q8csw_meta,
 )
 
@@ -251,11 +253,23 @@ def main(argv: list[str] | None = None) -> int:
         help="export the full SmolVLM-shaped random-weight decoder into DIR instead of the "
         "committed fixtures (with --only, that fixture as well)",
     )
+    parser.add_argument(
+        "--real-size", choices=sorted(REAL_SIZE), metavar="SHAPE",
+        help=f"export a real-size shape ({', '.join(sorted(REAL_SIZE))}) into --out instead "
+        "of the committed fixtures, as SHAPE_LAYERSl_q8",
+    )
+    parser.add_argument("--layers", type=int, default=None,
+                        help="with --real-size: this many layers (default: the model's)")
     args = parser.parse_args(argv)
     logging.getLogger().setLevel(logging.WARNING)
     register_linear_q8ta_q8csw_meta()
     torch.manual_seed(0)
 
+    if args.real_size:
+        config = real_size(args.real_size, args.layers)
+        args.out.mkdir(parents=True, exist_ok=True)
+        export_one(f"{args.real_size}_{config.n_layers}l_q8", config, args.out)
+        return 0
     names = [args.only] if args.only else list(FIXTURES)
     if args.full and not args.only:
         names = []
