@@ -2,11 +2,15 @@
 
 CI runs a seeded handful of modules, each exported three ways, natively and on the numpy
 interpreter: no mismatch and no crash. Known failures are marked per seed and way
-(strict xfail), so a fix shows up as XPASS. The comparison itself must fail on a wrong
-result. `make difftest` runs 2,000 modules.
+(strict xfail), so a fix shows up as XPASS. Every failure difftest found is kept as a
+program in tests/fixtures/difftest/ (a reproducer's module.py, its docstring naming the bug)
+and run the ways it failed. The comparison itself must fail on a wrong result.
+`make difftest` runs 2,000 modules.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +21,34 @@ from webpte.errors import PlanError, PteFormatError, UnsupportedOpError
 
 SEEDS = range(9000, 9012)
 WAYS = ("webgpu", "portable", "alias")
-# (seed, way): the bug, until it is fixed.
-KNOWN: dict[tuple[int, str], str] = {}
+UNUSED_INPUT = ("an input the delegate call does not take (never read, or read only by dead "
+                "code) is refused as a malformed .pte (PteFormatError)")
+# (seed or fixture, way): the bug, until it is fixed.
+KNOWN: dict[tuple[int | str, str], str] = {
+    (9011, "webgpu"): UNUSED_INPUT,
+    (9011, "alias"): UNUSED_INPUT,
+    ("unused_input", "webgpu"): UNUSED_INPUT,
+    ("unused_input", "alias"): UNUSED_INPUT,
+}
+REGRESSIONS = Path(__file__).parent / "fixtures" / "difftest"
+
+
+def _fixture_ways() -> list[tuple[str, str]]:
+    """(fixture name, way) for the ways each kept program lists in its WAYS."""
+    import ast
+
+    out = []
+    for path in sorted(REGRESSIONS.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        ways = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                    and getattr(n.targets[0], "id", None) == "WAYS")
+        out += [(path.stem, w) for w in ways]
+    return out
+
+
+def _params(keys):
+    return [pytest.param(*k, marks=pytest.mark.xfail(strict=True, reason=KNOWN[k]))
+            if k in KNOWN else k for k in keys]
 
 
 def _exporter():
@@ -29,16 +59,28 @@ def _exporter():
         pytest.skip(why)
 
 
-@pytest.mark.parametrize("seed,way", [
-    pytest.param(s, w, marks=pytest.mark.xfail(strict=True, reason=KNOWN[s, w]))
-    if (s, w) in KNOWN else (s, w) for s in SEEDS for w in WAYS])
+def _check(case) -> None:
+    detail = "\n".join(f"{b}: {o.status}: {o.detail[:600]}" for b, o in case.outcomes.items())
+    assert case.status in ("pass", "refused", "skipped"), f"{case.reproducer}\n{detail}"
+
+
+@pytest.mark.parametrize("seed,way", _params((s, w) for s in SEEDS for w in WAYS))
 def test_generated_program_matches_eager(gpu, tmp_path, seed, way):
     _exporter()
     from webpte.difftest.runner import run_module
 
     (case,) = run_module(seed, (way,), tmp_path)
-    detail = "\n".join(f"{b}: {o.status}: {o.detail[:600]}" for b, o in case.outcomes.items())
-    assert case.status in ("pass", "refused", "skipped"), f"{case.reproducer}\n{detail}"
+    _check(case)
+
+
+@pytest.mark.parametrize("name,way", _params(_fixture_ways()))
+def test_kept_failure_matches_eager(gpu, tmp_path, name, way):
+    _exporter()
+    from webpte.difftest.runner import run_source
+
+    (case,) = run_source((REGRESSIONS / f"{name}.py").read_text(), 0, (way,), tmp_path)
+    assert case.status != "refused", case.reason
+    _check(case)
 
 
 def test_generation_is_seeded_and_varied():

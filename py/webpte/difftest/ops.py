@@ -7,7 +7,7 @@ from .generate import Builder, Val
 
 # generator name -> (weight, fn(Builder) -> bool)
 OPS = {**ops_elementwise.UNITS, **ops_layout.UNITS, **ops_nn.UNITS, **ops_state.UNITS}
-MAX_OUTPUTS = 5
+MAX_OUTPUTS = 8
 
 
 def finish(b: Builder) -> tuple[list[Val], int]:

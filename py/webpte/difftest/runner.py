@@ -90,17 +90,21 @@ def run_backend(data: bytes, backend: str, inputs, expected) -> Outcome:
 
 def run_module(seed: int, ways, out_dir: Path | None) -> list[Case]:
     """Generate program `seed`, run it eagerly, export it each way and run every export."""
+    return run_source(generate(seed).source, seed, ways, out_dir)
+
+
+def run_source(source: str, seed: int, ways, out_dir: Path | None) -> list[Case]:
+    """Run a program's source (generated, or a saved reproducer's module.py) all `ways`."""
     from .export import ExportFailed, eager, export, load_module
 
-    prog = generate(seed)
     try:
-        ns = load_module(prog.source, f"<difftest program {seed}>")
+        ns = load_module(source, f"<difftest program {seed}>")
         inputs, expected = eager(ns)
     except Exception as e:  # the generator made an invalid module: its bug, kept
         case = Case(seed, "eager", "invalid", reason=f"{type(e).__name__}: {_elide(str(e))}")
         case.outcomes["eager"] = Outcome("crash", str(e), traceback.format_exc())
         if out_dir is not None:
-            case.reproducer = save(out_dir, case, prog.source, None, None, None)
+            case.reproducer = save(out_dir, case, source, None, None, None)
         return [case]
     cases = []
     for way in ways:
@@ -117,7 +121,7 @@ def run_module(seed: int, ways, out_dir: Path | None) -> list[Case]:
         bad = [o for o in case.outcomes.values() if o.status == case.status]
         case.reason = bad[0].reason
         if case.status in ("crash", "mismatch") and out_dir is not None:
-            case.reproducer = save(out_dir, case, prog.source, data, inputs, expected)
+            case.reproducer = save(out_dir, case, source, data, inputs, expected)
         cases.append(case)
     return cases
 
@@ -185,10 +189,9 @@ class Report:
                 lines += [f"  {n:5d}  {r}" for r, n in reasons.most_common()]
         failures: dict[tuple, list[Case]] = {}
         for c in self.cases:
-            if c.status in ("mismatch", "crash", "invalid"):
-                for backend, o in c.outcomes.items():
-                    if o.status in ("mismatch", "crash"):
-                        failures.setdefault((c.status, c.way, backend, o.reason), []).append(c)
+            for backend, o in c.outcomes.items():
+                if o.status in ("mismatch", "crash"):
+                    failures.setdefault((o.status, c.way, backend, o.reason), []).append(c)
         if failures:
             lines.append("failures by class (one reproducer each):")
             for (status, way, backend, reason), cs in sorted(failures.items(),
