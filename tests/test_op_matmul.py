@@ -140,3 +140,22 @@ def test_addmm_unsupported_forms(rng, bias_shape, beta, alpha, match):
     graph, _, _ = _addmm_graph(rng, 4, 5, 3, bias_shape, beta=beta, alpha=alpha)
     with pytest.raises(UnsupportedOpError, match=match):
         lower(graph)
+
+
+@pytest.mark.parametrize("a_fill,b_fill", [("scalar", "scalar"), ("k4", "t4")])
+def test_tile_loads_are_branch_free(a_fill, b_fill):
+    """The edge checks of the operand loads are selects: as early returns, inlined into the
+    32 loads of a 4x16 tile's fill, SwiftShader took minutes to compile the pipeline and
+    Chromium lost its GPU side (MobileNetV3's 1x1 convolutions in the page)."""
+    import re
+
+    from webpte.kernels.render import render
+    src = render("matmul/matmul", what="bmm", batch=1, M=5, N=3137, K=18, TM=16, TN=128, TK=8,
+                 RM=4, RN=16, a_strides=[0, 18, 1], b_strides=[0, 3137, 1], a_fill=a_fill,
+                 b_fill=b_fill, a_k_fast=True, b_k_fast=False, check_m=True, check_n=True,
+                 check_k=True, bias="none", b_layout="strided")
+    helpers = re.findall(r"fn [ab]_at4?\(.*?\n}", src, re.S)
+    assert len(helpers) == 2
+    for fn in helpers:
+        assert "select(" in fn and fn.count("return") == 1, fn
+        assert not re.search(r"\bif\b|&&|\|\|", fn), fn
