@@ -261,3 +261,38 @@ def test_split_weights_from_a_data_file_match_eager(gpu):
         open_source(PTD / "delegate.pte"),
         [read_data_file(open_source(p), p.name) for p in _files("delegate")])).dispatches)
     check_outputs(prog.run(*ins), want, "split weight")
+
+
+# -- the page's planner entry points -------------------------------------------------------------
+
+def _range_source(path: Path) -> RangeSource:
+    raw = path.read_bytes()
+    return RangeSource(len(raw), lambda a, b: raw[a:b], path.name)
+
+
+def test_page_planner_reads_data_files_by_ranges():
+    from webpte.web_glue import plan_program, preflight_program
+
+    data = [_range_source(p) for p in _files("delegate")]
+    out = json.loads(plan_program(_range_source(PTD / "delegate.pte"), data=data))
+    plan = json.loads(out["plan"]) if isinstance(out["plan"], str) else out["plan"]
+    assert {b["init"].get("file") for b in plan["buffers"]
+            if b.get("init") and b["init"]["kind"] == "file"} == {1, 2}
+    # Only the data files' headers and flatbuffers crossed into Python.
+    for src, path in zip(data, _files("delegate"), strict=True):
+        first = min(e.offset for e in read_data_file(path.read_bytes(), "x").entries.values())
+        assert 0 < src.bytes_read <= first
+    pre = json.loads(preflight_program(_range_source(PTD / "program.pte"),
+                                       data=[_range_source(PTD / "program.ptd")]))
+    assert "needs" in pre["ok"]
+
+
+def test_page_planner_errors_carry_key_and_file():
+    from webpte.web_glue import plan_program
+
+    out = json.loads(plan_program(_range_source(PTD / "program.pte"),
+                                  data=[_range_source(PTD / "other.ptd")]))
+    assert out["error"]["name"] == "ExternalDataError"
+    assert (out["error"]["key"], out["error"]["file"]) == ("fc.weight", "other.ptd")
+    out = json.loads(plan_program(_range_source(PTD / "program.pte")))
+    assert (out["error"]["key"], out["error"]["file"]) == ("fc.weight", None)

@@ -3,7 +3,8 @@
  * Errors that are not webpte's keep their name (TypeError, ...) and message.
  * @param {unknown} err
  * @returns {{name: string, message: string, ops?: string[], limit?: string, needed?: number,
- *   allowed?: number, problems?: string[], file?: string, expected?: string, actual?: string}}
+ *   allowed?: number, problems?: string[], file?: string | null, expected?: string, actual?: string,
+ *   key?: string | null}}
  */
 export function errorToWire(err: unknown): {
     name: string;
@@ -13,14 +14,16 @@ export function errorToWire(err: unknown): {
     needed?: number;
     allowed?: number;
     problems?: string[];
-    file?: string;
+    file?: string | null;
     expected?: string;
     actual?: string;
+    key?: string | null;
 };
 /**
  * The error an `errorToWire` payload stands for: the webpte class of that name, or a plain
  * Error (with the name kept) for anything else.
- * @param {{name?: string, message?: string, ops?: string[], problems?: string[]}} wire
+ * @param {{name?: string, message?: string, ops?: string[], problems?: string[],
+ *   key?: string | null, file?: string | null}} wire
  * @returns {Error}
  */
 export function errorFromWire(wire: {
@@ -28,6 +31,8 @@ export function errorFromWire(wire: {
     message?: string;
     ops?: string[];
     problems?: string[];
+    key?: string | null;
+    file?: string | null;
 }): Error;
 /** Base class of every error webpte raises on purpose. */
 export class WebpteError extends Error {
@@ -72,6 +77,20 @@ export class HashMismatchError extends WebpteError {
     file: string;
     expected: string;
     actual: string;
+}
+/**
+ * A constant the program keeps outside the `.pte` (ExecuTorch external data, `.ptd`) cannot be
+ * had: no data file given holds its key, the file holding it is another export's, or a data
+ * file is not a `.ptd`. `key` names the constant, `file` the data file (when one is known).
+ */
+export class ExternalDataError extends WebpteError {
+    /** @param {string} message @param {{key?: string | null, file?: string | null}} [detail] */
+    constructor(message: string, detail?: {
+        key?: string | null;
+        file?: string | null;
+    });
+    key: string;
+    file: string;
 }
 /** The browser refused to store model files (storage quota). */
 export class QuotaError extends WebpteError {

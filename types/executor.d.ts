@@ -28,7 +28,7 @@ export function checkFeatures(needed: string[], have: {
  * @returns {Promise<GPUDevice>}
  * @throws {NoWebGPUError | AdapterLimitsError | AdapterError}
  */
-export function requestDevice(needed?: Record<string, number>, { gpu, powerPreference }?: {
+export function requestDevice(needed?: Record<string, number>, { gpu, powerPreference, caps }?: {
     gpu?: GPU;
     powerPreference?: GPUPowerPreference;
 }): Promise<GPUDevice>;
@@ -59,16 +59,18 @@ export class Executor {
     /**
      * Create every buffer, pipeline and bind group of `plan` and upload its constants.
      * @param {string | object} plan Plan.to_json() text or object
-     * @param {ArrayBuffer | ArrayBufferView | null} fileBytes the program file (constant ranges
-     *   are uploaded from it directly); null if the plan has no file-initialised buffers
+     * @param {ArrayBuffer | ArrayBufferView | Array<ArrayBuffer | ArrayBufferView> | null} fileBytes
+     *   the program file (constant ranges are uploaded from it directly), or a list: the program
+     *   file, then each external data file (`.ptd`) in the order the plan was made with (a file
+     *   init's `file` indexes it); null if the plan has no file-initialised buffers
      * @param {{device?: GPUDevice, gpu?: GPU, poison?: boolean, onStage?: (stage: string) => void}} [options]
      *   `device` to share one device between programs; `poison` fills activations/outputs with
      *   NaNs (tests); `onStage('compile')` is called when the uploads are issued and the kernels
      *   start compiling
      * @returns {Promise<Executor>}
-     * @throws {PlanError | AdapterError}
+     * @throws {PlanError | AdapterError | ExternalDataError}
      */
-    static create(plan: string | object, fileBytes: ArrayBuffer | ArrayBufferView | null, { device, gpu, poison, onStage }?: {
+    static create(plan: string | object, fileBytes: ArrayBuffer | ArrayBufferView | Array<ArrayBuffer | ArrayBufferView> | null, { device, gpu, poison, onStage }?: {
         device?: GPUDevice;
         gpu?: GPU;
         poison?: boolean;

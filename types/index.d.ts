@@ -15,15 +15,21 @@
  * @param {boolean} [options.poison] fill activations/outputs with NaNs first (tests)
  * @param {boolean} [options.preflight] for a URL: plan from the file's flatbuffer ranges (HTTP
  *   Range requests) and check the device's limits before the file is downloaded (default true)
- * @param {Record<string, number> | null} [options.limits] caps on the device's WebGPU limits and
- *   `deviceMemory` (a byte budget), checked by the preflight (see loadModel)
+ * @param {'default' | Record<string, number> | null} [options.limits] 'default': plan for and
+ *   create the device with WebGPU's default limits (weights past a 128 MiB binding are split);
+ *   an object caps some WebGPU limits (camelCase names) the same way, and `deviceMemory` (a byte
+ *   budget) is checked by the preflight (see loadModel)
  * @param {boolean} [options.autotune] time the decode kernel variants of a program with few-row
  *   int8 linears on this adapter (a few calls each, once: the choice is cached per adapter and
  *   program) and plan the fastest; `stats.autotune` tells which (null: nothing to tune)
+ * @param {Array<string | URL | ArrayBuffer | ArrayBufferView | Blob>} [options.data] the external
+ *   data files (`.ptd`) the program keeps constants in (ExecuTorch external constants), as URLs
+ *   or bytes; a constant none of them holds is an ExternalDataError naming its key (a program
+ *   with data files is not preflighted)
  * @returns {Promise<Program>}
- * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | InputError | WorkerError}
+ * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | InputError | ExternalDataError | WorkerError}
  */
-export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView | Blob, { method, plan, fusion, onProgress, transfer, poison, preflight, limits, autotune }?: {
+export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView | Blob, { method, plan, fusion, onProgress, transfer, poison, preflight, limits, autotune, data }?: {
     method?: string;
     plan?: string | object;
     onProgress?: (event: {
@@ -35,8 +41,9 @@ export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView
     fusion?: "all" | "elementwise" | "none";
     poison?: boolean;
     preflight?: boolean;
-    limits?: Record<string, number> | null;
+    limits?: "default" | Record<string, number> | null;
     autotune?: boolean;
+    data?: Array<string | URL | ArrayBuffer | ArrayBufferView | Blob>;
 }): Promise<Program>;
 export { parsePlan } from "./plan.js";
 export { CACHE_NAME } from "./files.js";
@@ -83,7 +90,7 @@ export type TensorSpec = {
     storage: string;
     name: string;
 };
-export { WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError, AdapterError, NoWebGPUError, AdapterLimitsError, DeviceLostError, DisposedError, WorkerError, ContextFullError, TemplateError, ModelFolderError, HashMismatchError, QuotaError } from "./errors.js";
+export { WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError, AdapterError, NoWebGPUError, AdapterLimitsError, DeviceLostError, DisposedError, WorkerError, ContextFullError, TemplateError, ModelFolderError, HashMismatchError, QuotaError, ExternalDataError } from "./errors.js";
 export { Executor, requestDevice } from "./executor.js";
 export { runtimeInfo, terminate } from "./client.js";
 export { loadModel, Model, checkCapabilities } from "./model.js";

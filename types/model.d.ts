@@ -60,8 +60,10 @@
  *   (default 'all'; see loadProgram)
  * @param {boolean} [options.preflight] before any file is downloaded, plan the programs from
  *   their flatbuffer ranges (HTTP Range requests) and check the device's limits (default true)
- * @param {Record<string, number> | null} [options.limits] caps on the device's WebGPU limits
- *   (e.g. `{maxStorageBufferBindingSize: 2 ** 27}`) and `deviceMemory`, a budget in bytes for a
+ * @param {'default' | Record<string, number> | null} [options.limits] 'default': the programs
+ *   are planned for and run on a device with WebGPU's default limits (weights past a binding
+ *   are split); an object caps some limits the same way
+ *   (e.g. `{maxStorageBufferBindingSize: 2 ** 27}`), and `deviceMemory`, a budget in bytes for a
  *   program's buffers, checked by the preflight (of files to download: cached and local files
  *   are not preflighted)
  * @param {boolean} [options.autotune] time the decoder's decode kernel variants on this adapter
@@ -86,7 +88,7 @@ export function loadModel(source: string | URL | {
     cache?: boolean;
     fusion?: "all" | "elementwise" | "none";
     preflight?: boolean;
-    limits?: Record<string, number> | null;
+    limits?: "default" | Record<string, number> | null;
     autotune?: boolean;
 }): Promise<Model>;
 /**

@@ -1,12 +1,16 @@
 /**
- * Parse (if a string) and validate a Plan. `fileSize`, when given, bounds file byte ranges.
+ * Parse (if a string) and validate a Plan. `fileSizes` (the .pte's size, then each external
+ * data file's), or `fileSize` (the .pte alone), when given, bound file byte ranges: a file
+ * init's `file` indexes them (0 or absent: the .pte).
  * @param {string | object} planOrJson Plan.to_json() text or its parsed object
- * @param {{fileSize?: number}} [options]
+ * @param {{fileSize?: number, fileSizes?: number[]}} [options]
  * @returns {object} the plan object (fields as in Python: buffers, kernels, dispatches, ...)
- * @throws {PlanError}
+ * @throws {PlanError | ExternalDataError} ExternalDataError: a file init reads a data file
+ *   that was not given
  */
-export function parsePlan(planOrJson: string | object, { fileSize }?: {
+export function parsePlan(planOrJson: string | object, { fileSize, fileSizes }?: {
     fileSize?: number;
+    fileSizes?: number[];
 }): object;
 /**
  * Why an init's `interleave` cannot regroup `sourceBytes` bytes of file parts, or null
@@ -42,7 +46,7 @@ export function interleaveRows(src: Uint8Array, spec: {
     group: number;
 }): Uint8Array;
 /**
- * Bytes of the program file a buffer's init uploads (0 for zeros and words).
+ * Bytes of the program's files a buffer's init uploads (0 for zeros and words).
  * @param {{kind: string, nbytes?: number, parts?: {offset: number, nbytes: number}[]} | null | undefined} init
  * @returns {number}
  */
@@ -75,15 +79,18 @@ export function toStorage(value: ArrayBufferView | {
 }, what: string): Uint8Array;
 /**
  * Bytes read back from an output buffer -> the host TypedArray of the output's dtype
- * (int64 outputs come back as BigInt64Array, bool as Uint8Array of 0/1).
+ * (int64 outputs come back as BigInt64Array, bool as Uint8Array of 0/1). Kernels write a bool
+ * as the word 0 or 1: any other word (the executor's poison) is an element none wrote.
  * @param {ArrayBuffer} raw at least storageBytes(spec) bytes
- * @param {{dtype: string, shape: number[], storage: string}} spec
+ * @param {{dtype: string, shape: number[], storage: string, name?: string}} spec
  * @returns {ArrayBufferView}
+ * @throws {PlanError} a bool word that is neither 0 nor 1
  */
 export function fromStorage(raw: ArrayBuffer, spec: {
     dtype: string;
     shape: number[];
     storage: string;
+    name?: string;
 }): ArrayBufferView;
 export const PLAN_VERSION: 1;
 /** Host dtype name -> the TypedArray class a method input/output uses in the page. */

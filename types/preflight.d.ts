@@ -6,19 +6,21 @@
  * download then goes ahead; the load checks the limits).
  * @param {string} url
  * @param {{glue: any, method?: string, fusion?: string, features?: string[], cache?: boolean,
- *   limits?: Record<string, number> | null}} options `limits` caps the device's limits
- *   (WebGPU names; `deviceMemory`: a byte budget for the plan's buffers, which WebGPU does not report)
+ *   limits?: Record<string, number> | null, data?: string[]}} options `limits` caps the device's limits
+ *   (WebGPU names; `deviceMemory`: a byte budget for the plan's buffers, which WebGPU does not report);
+ *   `data`: the URLs of the program's external data files (`.ptd`), read by ranges too
  * @returns {Promise<object>}
  * @throws {AdapterLimitsError} the plan needs more than the device (or `limits`) allows
  * @throws {WebpteError} the program cannot be planned (read from the server's bytes)
  */
-export function preflightProgram(url: string, { glue, method, fusion, features, cache, limits }: {
+export function preflightProgram(url: string, { glue, method, fusion, features, cache, limits, data }: {
     glue: any;
     method?: string;
     fusion?: string;
     features?: string[];
     cache?: boolean;
     limits?: Record<string, number> | null;
+    data?: string[];
 }): Promise<object>;
 /**
  * Preflight the programs (decoder, vision) of a model folder at a URL before any of its files
@@ -46,10 +48,11 @@ export function preflightModel(folder: import("./files.js").UrlFolder | LocalFol
  * the figures, not the plan).
  * @param {object | null} preflighted preflightProgram's answer
  * @param {ArrayBuffer} bytes
+ * @param {ArrayBuffer[]} [data] the downloaded external data files, in the preflight's order
  * @returns {{plan: string, position_input: number[] | null, dynamic: boolean, plan_ms: number,
  *   plan_total_ms: number, bytes_read: number} | null}
  */
-export function takePlan(preflighted: object | null, bytes: ArrayBuffer): {
+export function takePlan(preflighted: object | null, bytes: ArrayBuffer, data?: ArrayBuffer[]): {
     plan: string;
     position_input: number[] | null;
     dynamic: boolean;

@@ -35,10 +35,12 @@ export function pythonBug(err: any, what: any): WebpteError;
  */
 export function callPy(call: () => string, what: string): any;
 /**
- * The worker's GPUDevice, made once with limits covering `needed` (plan.limits).
+ * The worker's GPUDevice, made once with limits covering `needed` (plan.limits); with
+ * `caps` (web/limits.js resolveLimits), one device per caps, made within them.
  * @param {Record<string, number>} needed
+ * @param {Record<string, number> | null} [caps]
  */
-export function sharedDevice(needed: Record<string, number>): Promise<any>;
+export function sharedDevice(needed: Record<string, number>, caps?: Record<string, number> | null): Promise<any>;
 /**
  * What the planner is told about this browser: its WGSL language features (kernel variants,
  * e.g. dot4 int8, depend on them), `adapter_type:CPU|GPU`, `adapter_device:NAME` and
@@ -53,15 +55,25 @@ export function planFeatures(): Promise<string[]>;
  * `inputShapes` (dims per input) plans a method exported with dynamic shapes for those dims.
  * `autotune` plans the decode variant measured fastest on this adapter (web/autotune.js) in
  * place of `plan` (stats.autotune says which, with its times or `cached`).
+ * `caps` (web/limits.js resolveLimits) plans within them (weights past a binding are split)
+ * and makes the device within them. `data`: the external data files (`.ptd`) the program keeps
+ * constants in, `{name, bytes}` each (name: its URL, for messages).
  * @param {{method?: string, plan?: string | object | null, fusion?: string, poison?: boolean,
+ *   data?: {name: string, bytes: ArrayBuffer}[],
+ *   caps?: Record<string, number> | null,
  *   inputShapes?: number[][] | null, autotune?: boolean, emit: (e: object) => void}} options
  * @returns {Promise<{executor: Executor, positionInput: number[] | null, dynamic: boolean, stats: object}>}
  */
-export function loadExecutor(bytes: ArrayBuffer, { method, plan, fusion, poison, inputShapes, autotune, emit }: {
+export function loadExecutor(bytes: ArrayBuffer, { method, plan, fusion, poison, inputShapes, autotune, caps, data, emit }: {
     method?: string;
     plan?: string | object | null;
     fusion?: string;
     poison?: boolean;
+    data?: {
+        name: string;
+        bytes: ArrayBuffer;
+    }[];
+    caps?: Record<string, number> | null;
     inputShapes?: number[][] | null;
     autotune?: boolean;
     emit: (e: object) => void;

@@ -58,21 +58,22 @@ async function timeCalls(executor, calls) {
 /**
  * The planner hints ("+"-joined) of the fastest decode variant for this program on this adapter, or null
  * when the program has no few-row int8 linears or is too large to upload once per candidate.
- * @param {{bytes: ArrayBuffer, method: string, fusion: string, device: string,
+ * @param {{bytes: ArrayBuffer, files?: ArrayBuffer[], method: string, fusion: string, device: string,
  *   spec: {hints: string[], families: string[], calls: number, max_bytes: number},
  *   plan: (hint: string) => Promise<object>, build: (parsed: object) => Promise<object>,
  *   emit: (e: object) => void}} args `plan` plans the program with these hints more (the plan
- *   JSON), `build` makes an executor of a parsed plan
+ *   JSON), `build` makes an executor of a parsed plan; `files`: the .pte's bytes then each
+ *   external data file's (default: the .pte alone)
  * @returns {Promise<{hint: string, times_ms: Record<string, number>, calls: number,
  *   measured: string, cached: boolean} | null>}
  */
-export async function tuneDecode({ bytes, method, fusion, device, spec, plan, build, emit }) {
+export async function tuneDecode({ bytes, files = [bytes], method, fusion, device, spec, plan, build, emit }) {
   const key = `${device}|${await sha256Hex(bytes)}|${method}|${fusion}`;
   const known = await readEntry(key);
   if (known && spec.hints.includes(known.hint)) return { ...known, cached: true };
   const parsed = {};
   const planned = async (hint) => {
-    parsed[hint] ??= parsePlan(await plan(hint), { fileSize: bytes.byteLength });
+    parsed[hint] ??= parsePlan(await plan(hint), { fileSizes: files.map((f) => f.byteLength) });
     return parsed[hint];
   };
   const first = await planned(spec.hints[0]);

@@ -120,7 +120,7 @@ export function checkFeatures(needed, have, device = null) {
  * @returns {Promise<GPUDevice>}
  * @throws {NoWebGPUError | AdapterLimitsError | AdapterError}
  */
-export async function requestDevice(needed = {}, { gpu = globalThis.navigator?.gpu, powerPreference = 'high-performance' } = {}) {
+export async function requestDevice(needed = {}, { gpu = globalThis.navigator?.gpu, powerPreference = 'high-performance', caps = null } = {}) {
   if (!gpu) {
     throw new NoWebGPUError('this browser exposes no WebGPU (navigator.gpu is missing); use a '
       + 'WebGPU browser (Chrome/Edge 113+, Safari 26+, Firefox 141+) over https or localhost');
@@ -130,8 +130,12 @@ export async function requestDevice(needed = {}, { gpu = globalThis.navigator?.g
     throw new NoWebGPUError('WebGPU gave no adapter; enable hardware acceleration or WebGPU in '
       + 'the browser settings (or chrome://flags/#enable-unsafe-webgpu)');
   }
-  checkLimits(needed, adapter.limits);
-  const requiredLimits = Object.fromEntries(REQUESTABLE.map((n) => [n, adapter.limits[n]]));
+  // With caps (web/limits.js), the device gets no more than they allow: what a smaller
+  // adapter would give.
+  const offered = (n) => Math.min(adapter.limits[n], caps?.[n] ?? Infinity);
+  checkLimits(needed, caps ? Object.fromEntries(Object.keys(needed ?? {}).map(limitName)
+    .filter((n) => adapter.limits[n] !== undefined).map((n) => [n, offered(n)])) : adapter.limits);
+  const requiredLimits = Object.fromEntries(REQUESTABLE.map((n) => [n, offered(n)]));
   try {
     // Subgroups whenever the adapter has them: plans for this browser may use them.
     const requiredFeatures = DEVICE_FEATURES.filter((f) => adapter.features.has(f));

@@ -5,6 +5,7 @@ import { lockFileURL, pyodideFiles, wheelURLs } from './assets.js';
 import { tuneDecode } from './autotune.js';
 import { Executor, checkLimits, requestDevice } from './executor.js';
 import { WebpteError, WorkerError, errorFromWire } from './errors.js';
+import { plannerLimits } from './limits.js';
 import { fileBytes, parsePlan } from './plan.js';
 
 let python = null; // Promise of {pyodide, glue, boot_ms}
@@ -107,11 +108,27 @@ export function callPy(call, what) {
   return out.ok;
 }
 
+const cappedDevices = new Map();
+
 /**
- * The worker's GPUDevice, made once with limits covering `needed` (plan.limits).
+ * The worker's GPUDevice, made once with limits covering `needed` (plan.limits); with
+ * `caps` (web/limits.js resolveLimits), one device per caps, made within them.
  * @param {Record<string, number>} needed
+ * @param {Record<string, number> | null} [caps]
  */
-export async function sharedDevice(needed) {
+export async function sharedDevice(needed, caps = null) {
+  if (caps != null) {
+    const key = JSON.stringify(Object.entries(caps).sort());
+    if (!cappedDevices.has(key)) {
+      const made = requestDevice({}, { caps });
+      cappedDevices.set(key, made);
+      made.catch(() => cappedDevices.delete(key));
+      made.then((d) => d.lost.then(() => cappedDevices.delete(key)), () => {});
+    }
+    const d = await cappedDevices.get(key);
+    checkLimits(needed, d.limits);
+    return d;
+  }
   if (device) {
     const d = await device;
     checkLimits(needed, d.limits);
@@ -159,21 +176,27 @@ export async function planFeatures() {
     ...(device ? [`adapter_device:${device}`] : []), ...(subgroups ? ['subgroups'] : [])];
 }
 
-async function planInPython(bytes, method, fusion, emit, inputShapes = null, extra = []) {
+async function planInPython(bytes, method, fusion, emit, inputShapes = null, extra = [], caps = null, data = []) {
   const { glue, boot_ms } = await bootPython(emit);
   emit({ stage: 'plan' });
   const t0 = performance.now();
   const view = new Uint8Array(bytes);
   const source = glue.RangeSource(view.byteLength, (start, stop) => view.subarray(start, stop));
+  // Python reads the data files' headers and flatbuffers only, as it does the .pte's.
+  const dataSources = data.map(({ name, bytes: b }) => {
+    const v = new Uint8Array(b);
+    return glue.RangeSource(v.byteLength, (start, stop) => v.subarray(start, stop), name);
+  });
   let result;
   try {
-    const args = [source, method, [...await planFeatures(), ...extra], fusion];
-    if (inputShapes != null) args.push(JSON.stringify(inputShapes));
-    result = JSON.parse(glue.plan_program(...args));
+    const args = [source, method, [...await planFeatures(), ...extra], fusion,
+      inputShapes == null ? null : JSON.stringify(inputShapes), plannerLimits(caps)];
+    result = JSON.parse(glue.plan_program(...args, dataSources));
   } catch (err) {
     throw pythonBug(err, 'the planner');
   } finally {
     source.destroy();
+    for (const s of dataSources) s.destroy();
   }
   if (result.error) throw errorFromWire(result.error);
   return { ...result, boot_ms, plan_total_ms: performance.now() - t0 };
@@ -183,21 +206,24 @@ async function planInPython(bytes, method, fusion, emit, inputShapes = null, ext
  * The decode variant measured fastest here for this program (web/autotune.js), or null; with
  * `planned`, the winner's planner answer when it was planned for the measurement.
  */
-async function autotuned(bytes, method, fusion, emit) {
+async function autotuned(bytes, method, fusion, emit, caps, data) {
   const { glue } = await bootPython(emit);
   const { kind, device } = await adapter();
   const spec = callPy(() => glue.autotune_candidates(kind), 'the autotune candidates');
   const answers = new Map();
   const tuned = await tuneDecode({
-    bytes, method, fusion, device, spec, emit,
+    bytes, files: programFiles(bytes, data), method, fusion, device, spec, emit,
     plan: async (hint) => {
-      answers.set(hint, await planInPython(bytes, method, fusion, emit, null, hint.split('+')));
+      answers.set(hint, await planInPython(bytes, method, fusion, emit, null, hint.split('+'), caps, data));
       return answers.get(hint).plan;
     },
-    build: async (parsed) => Executor.create(parsed, bytes, { device: await sharedDevice(parsed.limits) }),
+    build: async (parsed) => Executor.create(parsed, programFiles(bytes, data), { device: await sharedDevice(parsed.limits, caps) }),
   });
   return tuned && { tuned, planned: answers.get(tuned.hint) ?? null };
 }
+
+/** The .pte's bytes, then each external data file's: what a plan's file inits index. */
+const programFiles = (bytes, data) => [bytes, ...data.map((f) => f.bytes)];
 
 /**
  * Plan (in Python, unless `plan` is given) and upload one method of a program file.
@@ -206,23 +232,29 @@ async function autotuned(bytes, method, fusion, emit) {
  * `inputShapes` (dims per input) plans a method exported with dynamic shapes for those dims.
  * `autotune` plans the decode variant measured fastest on this adapter (web/autotune.js) in
  * place of `plan` (stats.autotune says which, with its times or `cached`).
+ * `caps` (web/limits.js resolveLimits) plans within them (weights past a binding are split)
+ * and makes the device within them. `data`: the external data files (`.ptd`) the program keeps
+ * constants in, `{name, bytes}` each (name: its URL, for messages).
  * @param {{method?: string, plan?: string | object | null, fusion?: string, poison?: boolean,
+ *   data?: {name: string, bytes: ArrayBuffer}[],
+ *   caps?: Record<string, number> | null,
  *   inputShapes?: number[][] | null, autotune?: boolean, emit: (e: object) => void}} options
  * @returns {Promise<{executor: Executor, positionInput: number[] | null, dynamic: boolean, stats: object}>}
  */
-export async function loadExecutor(bytes, { method = 'forward', plan = null, fusion = 'all', poison = false, inputShapes = null, autotune = false, emit }) {
+export async function loadExecutor(bytes, { method = 'forward', plan = null, fusion = 'all', poison = false, inputShapes = null, autotune = false, caps = null, data = [], emit }) {
   let planned;
   const { tuned = null, planned: tunedPlan = null } = autotune && inputShapes == null
-    ? (await autotuned(bytes, method, fusion, emit)) ?? {} : {};
-  if (tuned) planned = tunedPlan ?? await planInPython(bytes, method, fusion, emit, null, tuned.hint.split('+'));
-  else if (plan == null) planned = await planInPython(bytes, method, fusion, emit, inputShapes);
+    ? (await autotuned(bytes, method, fusion, emit, caps, data)) ?? {} : {};
+  if (tuned) planned = tunedPlan ?? await planInPython(bytes, method, fusion, emit, null, tuned.hint.split('+'), caps, data);
+  else if (plan == null) planned = await planInPython(bytes, method, fusion, emit, inputShapes, [], caps, data);
   else if (typeof plan === 'object' && 'plan' in plan) planned = { position_input: null, ...plan };
   else planned = { plan, position_input: null };
-  const parsed = parsePlan(planned.plan, { fileSize: bytes.byteLength });
+  const files = programFiles(bytes, data);
+  const parsed = parsePlan(planned.plan, { fileSizes: files.map((f) => f.byteLength) });
   emit({ stage: 'upload' });
   const t1 = performance.now();
-  const executor = await Executor.create(parsed, bytes, {
-    device: await sharedDevice(parsed.limits), poison, onStage: (stage) => emit({ stage }),
+  const executor = await Executor.create(parsed, files, {
+    device: await sharedDevice(parsed.limits, caps), poison, onStage: (stage) => emit({ stage }),
   });
   await executor.device.queue.onSubmittedWorkDone();
   return {
@@ -231,8 +263,10 @@ export async function loadExecutor(bytes, { method = 'forward', plan = null, fus
     dynamic: planned.dynamic === true,
     stats: {
       file_bytes: bytes.byteLength, bytes_read_by_python: planned.bytes_read ?? null,
+      data_files: data.map((f) => ({ file: f.name, bytes: f.bytes.byteLength })),
       constant_bytes: parsed.buffers.reduce((n, b) => n + fileBytes(b.init), 0),
       dispatches: parsed.dispatches.length, kernels: parsed.kernels.length, features: parsed.features,
+      device_binding_limit: executor.device.limits.maxStorageBufferBindingSize,
       python_boot_ms: planned.boot_ms ?? null, plan_ms: planned.plan_ms ?? null,
       plan_total_ms: planned.plan_total_ms ?? null, upload_ms: performance.now() - t1,
       ...executor.timings, autotune: tuned,

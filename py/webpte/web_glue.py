@@ -30,7 +30,7 @@ from .host.turn import (
 )
 from .preflight import plan_needs
 from .program import _position_input, plan_method
-from .pte import read_program
+from .pte import read_data_file, read_program
 
 __all__ = ["ChatSession", "RangeSource", "autotune_candidates", "model_manifest", "plan_program",
            "preflight_program"]
@@ -41,12 +41,13 @@ class RangeSource:
     `read(start, stop)` (in the page: a JS function returning a Uint8Array view).
 
     Counts the distinct bytes it hands out (`bytes_read`: a region read twice counts once),
-    which shows what crossed into Python.
+    which shows what crossed into Python. `name` (a URL) names it in messages.
     """
 
-    def __init__(self, size: int, read: Callable[[int, int], object]):
+    def __init__(self, size: int, read: Callable[[int, int], object], name: str | None = None):
         self.size = int(size)
         self._read = read
+        self.name = name if isinstance(name, str) else None
         self._ranges: list[tuple[int, int]] = []
 
     @property
@@ -76,8 +77,18 @@ class RangeSource:
         return self[index:index + 1][0]
 
 
+def _data_files(data) -> list:
+    """The external data files (`.ptd`) given as a list of `RangeSource`s (in the page a JS
+    array; JS null arrives as a JsNull)."""
+    if data is None or not hasattr(data, "__iter__"):
+        return []
+    return [read_data_file(s, getattr(s, "name", None) or f"data file {k}")
+            for k, s in enumerate(data, 1)]
+
+
 def _error(e: WebpteError) -> str:
-    return json.dumps({"error": {"name": type(e).__name__, "message": str(e),
+    detail = {k: getattr(e, k) for k in ("key", "file") if hasattr(e, k)}
+    return json.dumps({"error": {"name": type(e).__name__, "message": str(e), **detail,
                                  "ops": list(getattr(e, "ops", [])),
                                  "problems": list(getattr(e, "problems", []))}})
 
@@ -91,11 +102,14 @@ def _answer(fn: Callable[[], object]) -> str:
 
 
 def plan_program(source, method: str = "forward", features=(), fusion: str = "all",
-                 input_shapes: str | None = None) -> str:
+                 input_shapes: str | None = None, limits: str | None = None,
+                 data=None) -> str:
     """Plan `method` of the program in `source` (bytes or a `RangeSource`) for a device with
     the WGSL language `features` (in the page: `navigator.gpu.wgslLanguageFeatures`), with
     `fusion` "all", "elementwise" or "none" (webpte.program.plan_method). `input_shapes`
     (JSON list of dims per input) specializes a method exported with dynamic shapes.
+    `limits` (JSON object of limit caps, webpte.limits names) plans within them. `data`: the
+    external data files (`RangeSource`s of `.ptd` files) the program keeps constants in.
 
     Returns JSON: `{"plan": Plan, "position_input": [input index, rows] | null,
     "dynamic": bool (some input takes smaller dims), "bytes_read": int, "plan_ms": float}`,
@@ -104,7 +118,7 @@ def plan_program(source, method: str = "forward", features=(), fusion: str = "al
     """
     t0 = time.perf_counter()
     try:
-        prog = read_program(source)
+        prog = read_program(source, _data_files(data))
         if method not in prog.methods:
             raise InputError(f"the program has no method {method!r}; it has "
                              f"{sorted(prog.methods)}")
@@ -115,7 +129,7 @@ def plan_program(source, method: str = "forward", features=(), fusion: str = "al
                     isinstance(d, list) and all(type(x) is int for x in d) for d in shapes)):
                 raise InputError("input_shapes must be a list of dims lists")
         plan = plan_method(prog, method, frozenset(str(f) for f in features), str(fusion),
-                           input_shapes=shapes)
+                           input_shapes=shapes, limits=_limits(limits))
         dynamic = any(io.dynamic for io in prog.method(method).inputs)
     except WebpteError as e:
         return _error(e)
@@ -142,7 +156,18 @@ def autotune_candidates(kind: str) -> str:
                             "max_bytes": MAX_BYTES})
 
 
-def preflight_program(source, method: str = "forward", features=(), fusion: str = "all") -> str:
+def _limits(text) -> dict | None:
+    """A JSON text of limit caps from the page (JS null arrives as a JsNull, not None)."""
+    if not isinstance(text, str):
+        return None
+    caps = json.loads(text)
+    if not isinstance(caps, dict):
+        raise InputError("limits must be an object of limit names to numbers")
+    return caps
+
+
+def preflight_program(source, method: str = "forward", features=(), fusion: str = "all",
+                      limits: str | None = None, data=None) -> str:
     """What the plan of `method` needs from the device (webpte.preflight.plan_needs), made from
     `source` (a `RangeSource` over the file's byte ranges: in the page they are fetched on
     demand before any weight byte is downloaded). JSON `{"ok": {"needs": {limit: value},
@@ -151,8 +176,9 @@ def preflight_program(source, method: str = "forward", features=(), fusion: str 
     downloaded file of that size instead of planning it again."""
     def run():
         t0 = time.perf_counter()
-        prog = read_program(source)
-        plan = plan_method(prog, str(method), frozenset(str(f) for f in features), str(fusion))
+        prog = read_program(source, _data_files(data))
+        plan = plan_method(prog, str(method), frozenset(str(f) for f in features), str(fusion),
+                           limits=_limits(limits))
         pos = _position_input(plan)
         planned = {"plan": plan.to_json(), "position_input": list(pos) if pos else None,
                    "dynamic": any(io.dynamic for io in prog.method(str(method)).inputs)}
