@@ -147,17 +147,19 @@ model: export-deps
 # ExecuTorch's own generator (export extra; ~35-45 min) into build/op_catalog;
 # `make conformance` runs it natively (table in out/conformance-native.txt) and in the page
 # (headless Chromium; out/catalog-page.json). The committed subset
-# (tests/fixtures/op_catalog, one smallest case per op) runs in `make test`;
-# `make catalog-subset` regenerates it.
+# (tests/fixtures/op_catalog: per op the smallest case, the largest of at most 1 MiB and every
+# case that plans another kernel variant, tools/catalog_variants.py) runs in `make test`;
+# `make catalog-subset` chooses it again from the generated catalog.
 .PHONY: catalog catalog-subset conformance conformance-native conformance-web
 CATALOG ?= build/op_catalog
 
 catalog: export-deps
 	$(BIN)/python tools/gen_op_catalog.py --output $(CATALOG) --resume
 
-catalog-subset: export-deps
+catalog-subset: catalog
 	rm -rf tests/fixtures/op_catalog
-	$(BIN)/python tools/gen_op_catalog.py --output tests/fixtures/op_catalog --subset smallest
+	$(BIN)/python tools/gen_op_catalog.py --output tests/fixtures/op_catalog --subset variants \
+	  --from $(CATALOG)
 
 conformance: conformance-native conformance-web
 
@@ -170,6 +172,23 @@ conformance-native: venv
 conformance-web: web
 	@test -f $(CATALOG)/manifest.json || { echo "no catalog in $(CATALOG): make catalog"; exit 2; }
 	WEBPTE_CATALOG=$(CATALOG) node --test --test-concurrency=1 tests/browser/catalog.test.mjs
+
+# Real-size programs (not in CI: each export takes minutes and writes 0.4-1 GB): random-weight
+# int8 decoders of the published LLM shapes (tools/decoder_model.py REAL_SIZE) exported into
+# build/real_size, then run natively within WebGPU's default limits (weights past a 128 MiB
+# binding split) against their eager outputs. REAL_SIZE_LAYERS=2 cuts each to two layers.
+.PHONY: real-size
+REAL_SIZE ?= llama1b qwen3_0_6b gemma3_1b
+REAL_SIZE_LAYERS ?=
+real-size: $(VENV)/.export-deps
+	@mkdir -p $(XDG_RUNTIME_DIR) build/real_size
+	set -e; for s in $(REAL_SIZE); do \
+	  $(BIN)/python tools/export_decoder.py --real-size $$s --out build/real_size \
+	    $(if $(REAL_SIZE_LAYERS),--layers $(REAL_SIZE_LAYERS)); \
+	done
+	set -e; for f in build/real_size/*_q8.pte; do \
+	  $(BIN)/webpte run $$f --inputs $${f%.pte}.npz --limits default --tolerance 2e-3; \
+	done
 
 # Long sessions natively: decode steps of the tiny q8 decoder create no GPU buffer or bind
 # group after load and RSS stays flat (tests/test_soak.py; CI runs 50 steps).
