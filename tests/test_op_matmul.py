@@ -29,6 +29,8 @@ def _loop_matmul(a, b):
     (2, 64, 64, 64),    # exact tiles: the unchecked fast path
     (1, 5, 130, 3),     # small M variant, long K
     (2, 70, 36, 132),   # vec4 tile loads (K, N multiples of 4) with ragged m, n and k edges
+    (1, 40, 203, 50),   # the 64x64 tile (8x8 blocks): above the small-product block
+    (1, 130, 41, 60),   # the 128x64 tile
 ])
 def test_bmm(gpu, rng, B, M, K, N):
     graph, blob = _bmm_graph(B, M, K, N)
@@ -60,6 +62,7 @@ def _linear_graph(rng, xshape, N, bias=True):
     ((33,), 5, True),            # 1-D input
     ((4, 64), 128, False),       # small M, exact n tiles
     ((3, 50, 36), 132, True),    # vec4 loads of x and W with ragged edges
+    ((5, 601), 130, True),       # few rows of many: the 16x128 tile (4x16 blocks)
 ])
 def test_linear(gpu, rng, xshape, N, bias):
     graph, blob, w, b = _linear_graph(rng, xshape, N, bias)
@@ -159,3 +162,11 @@ def test_tile_loads_are_branch_free(a_fill, b_fill):
     for fn in helpers:
         assert "select(" in fn and fn.count("return") == 1, fn
         assert not re.search(r"\bif\b|&&|\|\|", fn), fn
+
+
+def test_small_products_take_the_small_block():
+    from webpte.kernels.matmul.matmul import SMALL_PRODUCT_MACS, pick_tile
+    assert pick_tile(288, 9, 48)[3:] == (4, 8)     # a MobileNetV3 1x1 convolution
+    assert pick_tile(64, 64, 64) == (16, 64, 8, 4, 8)
+    assert 64 * 64 * 65 > SMALL_PRODUCT_MACS and pick_tile(64, 64, 65)[3:] == (8, 8)
+    assert pick_tile(70, 131, 45) == (128, 128, 8, 8, 16)

@@ -12,6 +12,10 @@ from .._np import np
 from ..registry import OpUnit
 
 TK = 8  # k depth of a tile: (TM + TN) * TK * 4 bytes of workgroup memory (<= 8 KiB)
+# Products of at most this many multiply-adds take the 4x8 block: SwiftShader compiles its
+# pipeline in 0.4 s, the 8x8 and 8x16 blocks' in 1-2.5 s (in the page, each of MobileNetV3's
+# 24 distinct 1x1 convolutions and linears), while the run is a few microseconds either way.
+SMALL_PRODUCT_MACS = 1 << 18
 # Planner hint (plan/hints.py, CPU adapters): products read their operands straight from
 # storage, RM x RN outputs per invocation, no workgroup staging and no barriers, which on
 # lavapipe cost more than the reuse they buy (a GPU keeps the tiles).
@@ -24,13 +28,16 @@ DIRECT_SHORT_K = 256
 DIRECT_BLOCKS = {"short": (8, 16), "long": (16, 8)}
 
 
-def pick_tile(M: int, N: int) -> tuple[int, int, int, int, int]:
+def pick_tile(M: int, N: int, K: int) -> tuple[int, int, int, int, int]:
     """(TM, TN, TK, RM, RN): workgroup tile and per-invocation block.
 
     Large blocks (8x16 outputs per invocation) keep loads per multiply-add low, which is
     what bounds lavapipe (every workgroup-memory load is a per-lane loop); small M or N
-    get smaller tiles so little work is wasted at the edges.
+    get smaller tiles so little work is wasted at the edges. A small product takes the
+    smallest block whatever its shape: its cost is its pipeline's compile, not its run.
     """
+    if M * N * K <= SMALL_PRODUCT_MACS:
+        return 16, 64, TK, 4, 8
     TM, RM = (128, 8) if M > 64 else (64, 8) if M > 16 else (16, 4)
     TN, RN = (128, 16) if N > 64 else (64, 8)
     return TM, TN, TK, RM, RN
@@ -87,7 +94,7 @@ def emit_matmul(L, what: str, a: int, b: int, out: int, *, batch: int, M: int, N
                      b_strides=list(b_strides), bias="none" if bias is None else bias_axis)
         L.dispatch(k, binds, groups)
         return
-    TM, TN, tk, RM, RN = pick_tile(M, N)
+    TM, TN, tk, RM, RN = pick_tile(M, N, K)
     k = L.kernel("matmul/matmul", what=what, batch=batch, M=M, N=N, K=K, TM=TM, TN=TN, TK=tk,
                  RM=RM, RN=RN, a_strides=list(a_strides), b_strides=list(b_strides),
                  a_fill=_fill_mode(a_strides, 1, M, K),
