@@ -3,7 +3,7 @@
 NAME.npz (input_0 and output_0 = the eager logits), seeded random weights, eval mode.
 
 The committed programs (tests/fixtures/architectures) are reduced so the folder stays small;
---full writes the paper-size ones (224x224, 1000 classes; tens of MB, not committed):
+--full writes the paper-size ones (224x224, 1000 classes; 10 to 88 MB, not committed):
 
     python tools/export_architectures.py [--out tests/fixtures/architectures] [--only NAME ...]
     python tools/export_architectures.py --full --out out/architectures
@@ -47,7 +47,8 @@ REDUCED: dict[str, Architecture] = {
 }
 
 FULL: dict[str, Architecture] = {
-    "mobilenet_v3_small_224": (lambda: MobileNetV3Small(), 224, REDUCED["mobilenet_v3_small_w05"][2]),
+    "mobilenet_v3_small_224": (lambda: MobileNetV3Small(), 224,
+                               REDUCED["mobilenet_v3_small_w05"][2]),
     "resnet18_224": (lambda: ResNet18(), 224, REDUCED["resnet18_w8"][2]),
     "vit_s16_224": (lambda: ViT(image=224, patch=16, width=384, heads=6, mlp=1536, layers=12,
                                 classes=1000), 224, REDUCED["vit_tiny_p8"][2]),
