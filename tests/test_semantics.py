@@ -136,3 +136,14 @@ def test_a_view_of_another_dtype_is_refused_by_name():
     slots = {0: Slot(1, 0, 16), 1: Slot(1, 0, 16), 2: Slot(1, 32, 16)}
     with pytest.raises(UnsupportedOpError, match="dtype"):
         resolve_aliases(values, [OpCall("aten.abs.default", (1, 2))], [0], [2], slots)
+
+
+def test_a_multi_output_kernels_out_tensors_are_written_not_read():
+    # max.dim_max's own form passes (x, dim, keepdim, values, indices, [values, indices]):
+    # its values land in part of a dead tensor's slot, which is no read of that tensor.
+    values = [_f32(2, 4), _f32(2, 4), 1, False, _f32(2), TensorValue(DType.INT64, (2,)),
+              ValueList((4, 5))]
+    slots = {0: Slot(1, 64, 32), 1: Slot(1, 0, 32), 4: Slot(1, 8, 8), 5: Slot(1, 96, 16)}
+    chain = [OpCall("aten.relu.default", (0, 1)), OpCall("aten.max.dim_max", (1, 2, 3, 4, 5, 6))]
+    new, outs = resolve_aliases(values, list(chain), [0], [4, 5], slots)
+    assert [op.name for op in new] == ["aten.relu.default", "aten.max.dim_max"] and outs == [4, 5]

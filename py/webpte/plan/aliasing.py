@@ -125,7 +125,10 @@ def resolve_aliases(values: list, chain: list[OpCall], input_ids: list[int],
             out_chain.append(op)
             continue
         *ins, out = op.args
-        new_ins = [resolve_arg(a, op.name) for a in ins]
+        # A multi-output kernel's own form passes its out tensors before their list: written,
+        # not read.
+        outs = set(tensors(out))
+        new_ins = [a if a in outs else resolve_arg(a, op.name) for a in ins]
         out_chain.append(OpCall(op.name, (*new_ins, out), op.node_id)
                          if new_ins != ins else op)
         for t in tensors(out):

@@ -235,11 +235,12 @@ class _Builder:
                 raise PlanError(f"{op.name} (node {op.node_id}): the call passes no arguments; "
                                 "every op needs at least its output")
             *ins, out = op.args
+            outs = self._tensors(out)
             for vid in ins:
                 for v in self._tensors(vid):
-                    if v in self.planned and v not in written:
+                    # (a multi-output kernel's out tensors come before their list: not read)
+                    if v in self.planned and v not in written and v not in outs:
                         state.add(v)
-            outs = self._tensors(out)
             for v in outs:
                 if v in prepacked:
                     state.add(v)
