@@ -13,6 +13,7 @@ from ..errors import PlanError
 from .interleave import check as interleave_check
 from .interleave import interleaved_bytes
 from .model import PLAN_VERSION, BufferSpec, DispatchSpec, IOSpec, KernelSpec, Plan, ReadoutSpec
+from .validate import validate_plan
 
 ROLES = {"constant", "activation", "input", "output", "state", "scalar"}
 STORAGE_BYTES = {"f32": 4, "i32": 4, "i8": 1, "u8": 1, "bool": 4}
@@ -220,7 +221,9 @@ def plan_from_json(text: str) -> Plan:
         _fail("features is not a list of names")
     readouts = [_readout(x, i, len(kernels), buffers)
                 for i, x in enumerate(_list(kw.get("readouts", []), "readouts"))]
-    return Plan(method=kw["method"], buffers=buffers, kernels=kernels, dispatches=dispatches,
+    plan = Plan(method=kw["method"], buffers=buffers, kernels=kernels, dispatches=dispatches,
                 inputs=inputs, outputs=outputs, state=state, limits=limits,
                 max_context=max_context, features=features, readouts=readouts,
                 version=PLAN_VERSION)
+    validate_plan(plan)   # the rules the page's parsePlan applies too (web/plan_validate.js)
+    return plan
