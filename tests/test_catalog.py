@@ -1,8 +1,10 @@
 """Tier 1: the committed subset of ExecuTorch 1.5.1's WebGPU op-test catalog
-(tests/fixtures/op_catalog: one smallest case per op, made by
-`tools/gen_op_catalog.py --subset smallest`) passes natively and on webpte's numpy
-interpreter, compared as the catalog says (py/webpte/conformance.py). The full catalog runs
-with `make conformance` (README: table)."""
+(tests/fixtures/op_catalog, made by `tools/gen_op_catalog.py --subset variants`: per op the
+smallest case, the largest of at most 1 MiB and every case that plans another kernel variant,
+tools/catalog_variants.py) passes natively, natively planned for the other adapter type (a
+GPU's kernels on a CPU adapter and the reverse), and on webpte's numpy interpreter, compared as
+the catalog says (py/webpte/conformance.py). The full catalog runs with `make conformance`
+(README: table)."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ def _detail(r) -> str:
 
 def test_the_subset_covers_every_catalog_op():
     assert len({e["op"] for e in ENTRIES}) == 87
-    assert len(PTES) == 87
+    assert len(PTES) > 87   # the smallest case of each op, and more where the kernels differ
 
 
 @pytest.mark.parametrize("backend", ["webgpu", "reference"])
@@ -50,6 +52,42 @@ def test_catalog_case(request, backend, pte):
     if backend == "webgpu":
         request.getfixturevalue("gpu")
     loaded = _Loaded(CATALOG, backend)
+    for e in (e for e in ENTRIES if e["pte"] == pte):
+        r = run_entry(CATALOG, e, loaded)
+        assert r.status == "pass", _detail(r)
+
+
+def _other_adapters_features() -> frozenset[str]:
+    """This device's language features with the hints of the other adapter type: a GPU's
+    on a CPU adapter (lavapipe in CI), lavapipe's on a GPU."""
+    from webpte.native import adapter_info, wgsl_features
+    from webpte.plan.hints import adapter_hints
+
+    info = adapter_info()
+    kind, device = str(info.get("adapter_type", "")), str(info.get("device", ""))
+    other = adapter_hints("DiscreteGPU") if kind == "CPU" else adapter_hints("CPU", "llvmpipe")
+    return wgsl_features() - adapter_hints(kind, device) | other
+
+
+@pytest.mark.parametrize("pte", PTES)
+def test_catalog_case_planned_for_the_other_adapter_type(gpu, monkeypatch, pte):
+    """The kernels the other adapter type plans (tiled and split attention, split-K linears,
+    bitonic top-k on a CPU adapter) pass here too, where they differ from this adapter's."""
+    from webpte.native import wgsl_features
+
+    plan_method = webpte.program.plan_method
+    other = _other_adapters_features()
+    prog = webpte.program.read_program((CATALOG / pte).read_bytes())
+    entry = next(e for e in ENTRIES if e["pte"] == pte)
+    shapes = ([tuple(x["shape"]) for x in entry["inputs"]]
+              if any(io.dynamic for io in prog.method("forward").inputs) else None)
+    kernels = [{k.wgsl for k in plan_method(prog, "forward", f, input_shapes=shapes).kernels}
+               for f in (wgsl_features(), other)]
+    if kernels[0] == kernels[1]:
+        pytest.skip("both adapter types plan the same kernels")
+    monkeypatch.setattr(webpte.program, "plan_method",
+                        lambda p, m="forward", features=(), **kw: plan_method(p, m, other, **kw))
+    loaded = _Loaded(CATALOG, "webgpu")
     for e in (e for e in ENTRIES if e["pte"] == pte):
         r = run_entry(CATALOG, e, loaded)
         assert r.status == "pass", _detail(r)

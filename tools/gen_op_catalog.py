@@ -45,12 +45,21 @@ def _numel(spec) -> int:
 
 
 # Smaller cases made with the same generator for a case too large to commit whose kernel
-# variants no committed case plans: (op, case) -> (name, input shapes; the case's own data).
+# variants no committed case plans: (op, case) -> (name, construct arguments replaced, input
+# shapes; the case's own data generators).
 STAND_INS = {
     # 576 keys of D 64 (the serial kernel split under llvmpipe's loop budget, a GPU's key
     # chunks) over 2 heads of 16 rows: 0.6 MB for selfattn_siglip's 7 MB
     ("et_vk_sdpa", "selfattn_siglip"): (
-        "selfattn_siglip_keys", ((1, 2, 16, 64), (1, 2, 576, 64), (1, 2, 576, 64))),
+        "selfattn_siglip_keys", {}, ((1, 2, 16, 64), (1, 2, 576, 64), (1, 2, 576, 64))),
+    # the large products' 16x128 tile (M <= 16, N > 64) past the small-product size, with M
+    # under the tile (bart_proj) and filling it (rank3); addmm's B contiguous (lavapipe's
+    # untiled kernel, K > 256: 16x8 outputs per invocation)
+    ("linear_fp32", "bart_proj"): (
+        "bart_proj_k288", {"in_features": 288, "out_features": 128}, ((1, 8, 288),)),
+    ("linear_fp32", "rank3"): (
+        "rank3_k256", {"in_features": 256, "out_features": 128}, ((1, 16, 256),)),
+    ("addmm", "bart"): ("bart_k320", {"n": 128}, ((16, 320), (320, 128))),
 }
 
 
@@ -86,12 +95,13 @@ def _stand_in(op: str, case: str, out: Path) -> list[dict]:
     from executorch.backends.webgpu.test.op_tests.generate_op_tests import generate_case
     from executorch.backends.webgpu.test.op_tests.test_suite import InputSpec
 
-    name, shapes = STAND_INS[(op, case)]
+    name, construct, shapes = STAND_INS[(op, case)]
     suite = _registry()[op]
     orig = next(c for c in suite.cases if c.name == case)
     inputs = tuple(InputSpec(shape=sh, gen=x.gen if isinstance(x, InputSpec) else "randn")
                    for x, sh in zip(orig.inputs, shapes, strict=True))
-    return generate_case(op, suite, replace(orig, name=name, inputs=inputs), str(out))
+    made = replace(orig, name=name, inputs=inputs, construct={**orig.construct, **construct})
+    return generate_case(op, suite, made, str(out))
 
 
 def variants_subset(src: Path, out: Path, ops, names, max_bytes: int) -> int:
