@@ -15,9 +15,11 @@ from webpte.errors import InputError
 from webpte.host.sampling import Candidates, Sampler, SamplingOptions
 from webpte.kernels.sampling.topk import (
     CANDIDATES,
+    LOOP_BUDGET,
     TOPK_HINT,
     TOPK_VARIANTS,
     add_readouts,
+    lane_chunk,
     passes,
     readout_words,
 )
@@ -173,3 +175,25 @@ def test_gpu_adapters_get_the_bitonic_readout():
     assert not any(h.startswith(TOPK_HINT) for h in adapter_hints("CPU"))
     plan = _logits_plan((1, 1, 5000), adapter_hints("IntegratedGPU"))
     assert [d.workgroups for d in plan.readouts[1].dispatches] == [(5, 1, 1), (1, 1, 1)]
+
+
+def test_lane_runs_stay_within_llvmpipes_loop_budget():
+    # 1024 ascending logits put every entry at the front of a 64-list: 65,536 loop
+    # iterations in one invocation, past the 65,535 after which llvmpipe ends loops silently.
+    assert lane_chunk(64) == 512 and lane_chunk(1) == 1024
+    for k in (1, 8, 64):
+        assert lane_chunk(k) * (k + 1) + 2 * k <= LOOP_BUDGET
+
+
+@pytest.mark.parametrize("vocab", [2048, 5003])
+def test_ascending_logits_give_the_hosts_top64_on_lanes(gpu, vocab):
+    """Every logit larger than the ones before (the insertion sort's worst case): the ids
+    were wrong on lavapipe with runs of 1024."""
+    from webpte.native import Executor
+
+    x = np.arange(vocab, dtype=np.float32).reshape(1, 1, vocab)
+    plan = _logits_plan((1, 1, vocab), [TOPK_HINT + "lanes"])
+    ex = Executor(Plan.from_json(plan.to_json()))
+    k = plan.readouts[1].k
+    got = Candidates.from_words(ex.run([x], readout=k), k)
+    assert list(got.ids) == list(_host_order(x[0, -1])[:k])

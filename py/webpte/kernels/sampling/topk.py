@@ -27,7 +27,10 @@ from .._np import np
 from ..common import hinted_variant
 from ..render import render
 
-CHUNK = 1024         # entries per run (a lane's or a workgroup's)
+CHUNK = 1024         # entries per run (a lane's or a workgroup's), at most
+# llvmpipe ends every loop of an invocation once its loops ran 65,535 iterations in all,
+# silently (attention/_tiled.py): a lane's run keeps its insertion loops under that.
+LOOP_BUDGET = 65535
 CANDIDATES = 64      # the top-k readout's k: the largest top_k sampled on the device
 READOUT_KS = (1, CANDIDATES)
 # Variants as data: template, workgroup size, whether a workgroup (else a lane) takes a run.
@@ -42,13 +45,24 @@ def topk_variant(features) -> str:
     return hinted_variant(features, TOPK_HINT, TOPK_VARIANTS, "lanes", "top-k")
 
 
-def passes(n: int, k: int) -> list[tuple[int, int]]:
-    """(entries in, lanes) of each pass that takes `n` logits down to the best `k`."""
-    if not 1 <= k <= CHUNK // 2:
-        raise PlanError(f"a readout keeps 1..{CHUNK // 2} candidates, not {k}")
+def lane_chunk(k: int) -> int:
+    """Entries per lane's run of the "lanes" variant: the largest power of two up to CHUNK
+    whose worst case (every entry inserted at the front: k + 1 iterations each, plus the
+    list's fill and write) stays within LOOP_BUDGET. k = 64: 512; k = 1: 1024."""
+    chunk = CHUNK
+    while chunk > 2 * k and chunk * (k + 1) + 2 * k > LOOP_BUDGET:
+        chunk //= 2
+    return chunk
+
+
+def passes(n: int, k: int, chunk: int = CHUNK) -> list[tuple[int, int]]:
+    """(entries in, lanes) of each pass that takes `n` logits down to the best `k`, each
+    lane (or workgroup) keeping the best k of its run of `chunk`."""
+    if not 1 <= k <= chunk // 2:
+        raise PlanError(f"a readout keeps 1..{chunk // 2} candidates, not {k}")
     out = []
     while True:
-        lanes = math.ceil(n / CHUNK)
+        lanes = math.ceil(n / chunk)
         out.append((n, lanes))
         if lanes == 1:
             return out
@@ -60,7 +74,8 @@ def add_readouts(plan: Plan, ks=READOUT_KS, features=()) -> Plan:
     logits `[..., vocab]`), in the variant `features` ask for (TOPK_HINT). Its buffers,
     kernels and dispatches are appended; the plan's own dispatches are unchanged (a call
     runs a readout only when asked)."""
-    variant = TOPK_VARIANTS[topk_variant(features)]
+    name = topk_variant(features)
+    variant = TOPK_VARIANTS[name]
     logits = plan.outputs[0]
     if logits.dtype != "float32" or logits.storage != "f32" or not logits.shape:
         raise PlanError(f"readouts need float32 logits, output 0 is {logits.dtype}"
@@ -71,10 +86,11 @@ def add_readouts(plan: Plan, ks=READOUT_KS, features=()) -> Plan:
     for k in ks:
         k = min(k, vocab)
         src, dispatches = logits.buffer, []
-        steps = passes(vocab, k)
+        chunk = lane_chunk(k) if name == "lanes" else CHUNK
+        steps = passes(vocab, k, chunk)
         for i, (n, lanes) in enumerate(steps):
             final = i == len(steps) - 1
-            wgsl = render(variant["template"], k=k, n=n, chunk=CHUNK, lanes=lanes,
+            wgsl = render(variant["template"], k=k, n=n, chunk=chunk, lanes=lanes,
                           workgroup=variant["workgroup"], offset=offset,
                           source="logits" if i == 0 else "pairs", final=final)
             if wgsl not in kernels:
