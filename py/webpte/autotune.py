@@ -61,11 +61,14 @@ def _write_cache(path: Path, cache: dict) -> None:
 
 
 def cache_key(data, method: str, info: dict) -> str:
-    """Adapter (vendor, device, driver description) and SHA-256 of the program and method."""
+    """Adapter (vendor, device, driver description) and SHA-256 of the program (`data`: its
+    bytes, or a list of the .pte's then each data file's, hashed one after the other) and
+    method."""
     h = hashlib.sha256()
-    view = memoryview(data)
-    for start in range(0, len(view), 1 << 24):
-        h.update(view[start:start + (1 << 24)])
+    for source in data if isinstance(data, list) else [data]:
+        view = memoryview(source)
+        for start in range(0, len(view), 1 << 24):
+            h.update(view[start:start + (1 << 24)])
     adapter = "|".join(str(info.get(k, "")) for k in ("vendor", "device", "description"))
     return f"{adapter}|{h.hexdigest()}|{method}"
 

@@ -13,9 +13,10 @@ __all__ = ["ChatFormat", "ContextFullError", "ModelFiles", "ModelFolderError", "
            "window_starts"]
 
 
-def load_model(folder, *, verify: bool = True, backend: str = "webgpu"):
+def load_model(folder, *, verify: bool = True, backend: str = "webgpu", limits=None):
     """Validate and load a model folder (see webpte.host.files for the layouts) on the GPU,
-    or with `backend="reference"` on webpte's numpy interpreter."""
+    or with `backend="reference"` on webpte's numpy interpreter; `limits` as
+    `webpte.load`'s ("default", or a dict of caps)."""
     from .model import load_model as _load
 
-    return _load(folder, verify=verify, backend=backend)
+    return _load(folder, verify=verify, backend=backend, limits=limits)
