@@ -195,3 +195,27 @@ def test_cli_summary_line(gpu, tmp_path, capsys):
     m = re.fullmatch(r"difftest: 1 programs, (\d) pass, (\d) refused, 0 mismatch, 0 crash", last)
     assert m and int(m[1]) + int(m[2]) == 1, last
     assert main(["difftest", "-n", "1", "--ways", "nope"]) == 2
+
+
+def test_summary_counts_and_classes():
+    from webpte.difftest.runner import Case, Outcome, Report
+
+    ok = {"webgpu": Outcome("pass"), "reference": Outcome("pass")}
+    refused = Outcome("refused", reason="UnsupportedOpError no kernel for aten.topk.default")
+    wrong = Outcome("mismatch", "call 1 output 0: values: ...", reason="values in call 1")
+    report = Report(modules=3, cases=[
+        Case(1, "webgpu", "pass", dict(ok)),
+        Case(1, "portable", "refused", {"webgpu": refused, "reference": refused},
+             reason=refused.reason),
+        Case(2, "webgpu", "mismatch", {"webgpu": wrong, "reference": Outcome("pass")},
+             reason=wrong.reason, reproducer="out/difftest/2-webgpu"),
+        Case(2, "portable", "skipped", reason="SpecViolationError: ..."),
+        Case(3, "webgpu", "crash", {"webgpu": Outcome("crash", reason="KeyError N")},
+             reason="KeyError N"),
+    ])
+    lines = report.summary().splitlines()
+    assert lines[-1] == "difftest: 4 programs, 1 pass, 1 refused, 1 mismatch, 1 crash"
+    text = "\n".join(lines)
+    assert "1  UnsupportedOpError no kernel for aten.topk.default" in text
+    assert "mismatch: values in call 1 [webgpu/webgpu] e.g. out/difftest/2-webgpu" in text
+    assert "skipped (export) by reason:" in text

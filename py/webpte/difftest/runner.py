@@ -83,8 +83,9 @@ def run_backend(data: bytes, backend: str, inputs, expected) -> Outcome:
     except Exception as e:  # classified: a refusal or a crash
         return classify(e)
     if diffs:
-        kinds = sorted({d.what for d in diffs})
-        return Outcome("mismatch", "\n".join(map(str, diffs)), reason="/".join(kinds))
+        kinds = "/".join(sorted({d.what for d in diffs}))
+        calls = ", ".join(str(c) for c in sorted({d.call for d in diffs}))
+        return Outcome("mismatch", "\n".join(map(str, diffs)), reason=f"{kinds} in call {calls}")
     return Outcome("pass")
 
 
@@ -187,17 +188,19 @@ class Report:
             if reasons:
                 lines.append(f"{title} by reason:")
                 lines += [f"  {n:5d}  {r}" for r, n in reasons.most_common()]
-        failures: dict[tuple, list[Case]] = {}
+        failures: dict[tuple, list[tuple[Case, str]]] = {}
         for c in self.cases:
             for backend, o in c.outcomes.items():
                 if o.status in ("mismatch", "crash"):
-                    failures.setdefault((o.status, c.way, backend, o.reason), []).append(c)
+                    key = (o.status, re.sub(r"fused:[\w+]+", "fused:…", o.reason))
+                    failures.setdefault(key, []).append((c, f"{c.way}/{backend}"))
         if failures:
-            lines.append("failures by class (one reproducer each):")
-            for (status, way, backend, reason), cs in sorted(failures.items(),
-                                                             key=lambda kv: -len(kv[1])):
-                lines.append(f"  {len(cs):5d}  {status} [{way}/{backend}] {reason}  "
-                             f"e.g. {cs[0].reproducer or cs[0].seed}")
+            lines.append("failures by class (programs, way/backend, one reproducer):")
+            for (status, reason), hits in sorted(failures.items(), key=lambda kv: -len(kv[1])):
+                programs = list(dict.fromkeys(c.seed for c, _ in hits))
+                where = ", ".join(dict.fromkeys(w for _, w in hits))
+                lines.append(f"  {len(programs):5d}  {status}: {reason} [{where}] "
+                             f"e.g. {hits[0][0].reproducer or hits[0][0].seed}")
         lines.append(f"difftest: {self.programs} programs, {self.count('pass')} pass, "
                      f"{self.count('refused')} refused, {self.count('mismatch')} mismatch, "
                      f"{self.count('crash') + self.count('invalid')} crash")
