@@ -24,8 +24,6 @@ SEEDS = range(9000, 9012)
 WAYS = ("webgpu", "portable", "alias")
 UNUSED_INPUT = ("an input the delegate call does not take (never read, or read only by dead "
                 "code) is refused as a malformed .pte (PteFormatError)")
-SIBLINGS = ("chains sharing an input are merged into one dispatch placed before the producer "
-            "of another operand of theirs (stale read, or PlanError when nothing wrote it)")
 BAKED = ("ExecuTorch 1.5.1 bakes a buffer read in one delegate and written in another into the "
          "first as a constant: the exported program reads zeros in the second call")
 # (seed or fixture, way): the bug, until it is fixed.
@@ -38,9 +36,6 @@ KNOWN: dict[tuple[int | str, str], str] = {
                                    "slice) is refused as a malformed .pte (PteFormatError)",
     ("output_is_input", "alias"): "a method output that is a method input (an identity "
                                   "slice) is refused as a malformed .pte (PteFormatError)",
-    ("fused_unwritten_read", "webgpu"): SIBLINGS,
-    ("fused_unwritten_read", "alias"): SIBLINGS,
-    **{("sibling_before_producer", w): SIBLINGS for w in WAYS},
     **{("buffer_baked_into_delegate", w): BAKED for w in ("webgpu", "alias")},
     **{("delegate_args_count", w): "a delegate call passing more values than its graph's "
        "inputs and outputs is refused as a malformed .pte" for w in ("webgpu", "alias")},

@@ -209,7 +209,10 @@ def _merge_siblings(graph: Graph, found: list[Group], elements: dict[int, Elemen
     made_at: dict[int, int] = {}   # value id -> the last node that writes it (its last arg)
     for n, op in enumerate(graph.chain):
         if op.args:
-            made_at[op.args[-1]] = n
+            out = graph.values[op.args[-1]]
+            # a multi-output op (split, max with indices) writes each tensor of its list
+            for vid in (out.ids if isinstance(out, ValueList) else ()) + (op.args[-1],):
+                made_at[vid] = n
 
     def buffers(vids) -> int:   # bindings they take: equal constants share one buffer
         return len({arg_key(graph, source.get(v, v)) for v in vids})
@@ -223,8 +226,9 @@ def _merge_siblings(graph: Graph, found: list[Group], elements: dict[int, Elemen
         target = None
         for h in out:
             shared = [v for v in g.external if v in h.external]
+            # (a prepacked constant is made by its prepack's node: ready only after it)
             rest = [v for v in g.external if v not in h.external
-                    and not graph.values[source.get(v, v)].is_constant]
+                    and not graph.values[v].is_constant]
             if (shared and all(ready(v, h) for v in rest) and h.numel == g.numel
                     and packed(h) == packed(g)
                     and not any(v in unstable for v in shared)
