@@ -68,6 +68,7 @@ def classify(e: BaseException) -> Outcome:
 
 def _elide(text: str, width: int = 110) -> str:
     text = re.sub(r"\b\d+\b", "N", text)
+    text = re.sub(r"\b(pool|state)\d+\b", r"\1N", text)
     text = re.sub(r"'[^']*(?:state|value|buffer|tmp)[^']*'", "'…'", text)
     return text[:width]
 
