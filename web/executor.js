@@ -294,11 +294,10 @@ export class Executor {
       // A lost device, or Chromium's GPU side gone ('A valid external Instance reference no
       // longer exists'): the device's fault, not the plan's.
       await this.#settleLoss();
-      this.#usable();
       if (err?.reason === 'internal' || /Instance reference no longer exists|device.*lost/i.test(err?.message ?? '')) {
         this.lost ??= { reason: 'unknown', message: err.message };
-        this.#usable();
       }
+      this.#usable();
       throw new PlanError(`kernel ${k.name} failed to make a pipeline: ${err.message}`);
     }
   }

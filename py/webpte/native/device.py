@@ -46,11 +46,7 @@ def get_device(needed: dict[str, int] | None = None, cap: dict[str, int] | None 
         adapter = _adapter()
         have = adapter.limits
         _LIMITS = {k.replace("-", "_"): v for k, v in dict(have).items()}
-        want = {k.replace("_", "-"): _LIMITS[k] for k in REQUESTABLE}
-        # wgpu-py's name for WebGPU's "subgroups"; asked for whenever the adapter has it.
-        _DEVICE = adapter.request_device_sync(
-            required_limits=want,
-            required_features=[f for f in ("subgroup",) if f in adapter.features])
+        _DEVICE = _request(adapter, {k: _LIMITS[k] for k in REQUESTABLE})
     for name, value in needed.items():
         if name in _LIMITS and value > _LIMITS[name]:
             raise AdapterError(f"the plan needs {name} = {value}, the adapter allows "
@@ -123,15 +119,20 @@ def device_limits(cap: dict[str, int] | None = None) -> dict[str, int]:
     return dict(_LIMITS)
 
 
+def _request(adapter, limits: dict[str, int]):
+    """A device of `adapter` with these requestable limits (snake case)."""
+    # wgpu-py's name for WebGPU's "subgroups"; asked for whenever the adapter has it.
+    return adapter.request_device_sync(
+        required_limits={k.replace("_", "-"): v for k, v in limits.items()},
+        required_features=[f for f in ("subgroup",) if f in adapter.features])
+
+
 def _capped(needed: dict[str, int], cap: dict[str, int]):
     key = tuple(sorted(cap.items()))
     if key not in _CAPPED:
         get_device()
-        adapter = _adapter()
-        want = {k.replace("_", "-"): min(_LIMITS[k], cap.get(k, _LIMITS[k])) for k in REQUESTABLE}
-        dev = adapter.request_device_sync(
-            required_limits=want,
-            required_features=[f for f in ("subgroup",) if f in adapter.features])
+        dev = _request(_adapter(), {k: min(_LIMITS[k], cap.get(k, _LIMITS[k]))
+                                    for k in REQUESTABLE})
         limits = {k.replace("-", "_"): v for k, v in dict(dev.limits).items()
                   if isinstance(v, int)}
         _CAPPED[key] = (dev, limits)

@@ -52,43 +52,51 @@ EMBEDDINGS = {
 
 
 def split_large_weights(graph: Graph, binding_limit: int = DEFAULT_BINDING) -> Graph:
-    """`graph` with every linear whose weight exceeds `binding_limit` bytes split into row
-    blocks (module docstring); the graph itself when none does."""
-    if not any(_too_large(graph, op, binding_limit) or _table_too_large(graph, op, binding_limit)
-               for op in graph.chain):
-        return graph
+    """`graph` with every linear whose weight, and every embedding whose table, exceeds
+    `binding_limit` bytes split into row blocks (module docstring); the graph itself when
+    none does."""
     values = list(graph.values)
     constants = list(graph.constants)
     chain: list[OpCall] = []
+    split = False
     for op in graph.chain:
         if _table_too_large(graph, op, binding_limit):
             _split_embedding(graph, op, binding_limit, values, constants, chain)
-            continue
-        if not _too_large(graph, op, binding_limit):
+        elif _too_large(graph, op, binding_limit):
+            _split_linear(graph, op, binding_limit, values, constants, chain)
+        else:
             chain.append(OpCall(op.name, op.args, len(chain)))
             continue
-        form = FORMS[op.name]
-        w = graph.tensor(op.args[form.weight])
-        n = w.dims[0]
-        rows = _block_rows(w, binding_limit)
-        out = graph.tensor(op.args[-1])
-        parts = []
-        for start in range(0, n, rows):
-            count = min(rows, n - start)
-            args = list(op.args)
-            args[form.weight] = _cut(values, constants, graph, op.args[form.weight], start, count)
-            for i in form.per_out:
-                if values[op.args[i]] is not None:
-                    args[i] = _cut(values, constants, graph, op.args[i], start, count)
-            values.append(TensorValue(out.dtype, out.dims[:-1] + (count,)))
-            args[-1] = len(values) - 1
-            parts.append(args[-1])
-            chain.append(OpCall(op.name, tuple(args), len(chain)))
-        values.append(ValueList(tuple(parts)))
-        values.append(len(out.dims) - 1)
-        chain.append(OpCall(_CAT, (len(values) - 2, len(values) - 1, op.args[-1]), len(chain)))
+        split = True
+    if not split:
+        return graph
     return Graph(values=values, chain=chain, input_ids=list(graph.input_ids),
                  output_ids=list(graph.output_ids), constants=constants)
+
+
+def _split_linear(graph: Graph, op: OpCall, limit: int, values: list, constants: list,
+                  chain: list[OpCall]) -> None:
+    """Row blocks of the weight (per-output vectors cut alike), one cat of their outputs."""
+    form = FORMS[op.name]
+    w = graph.tensor(op.args[form.weight])
+    n = w.dims[0]
+    rows = _block_rows(w, limit)
+    out = graph.tensor(op.args[-1])
+    parts = []
+    for start in range(0, n, rows):
+        count = min(rows, n - start)
+        args = list(op.args)
+        args[form.weight] = _cut(values, constants, graph, op.args[form.weight], start, count)
+        for i in form.per_out:
+            if values[op.args[i]] is not None:
+                args[i] = _cut(values, constants, graph, op.args[i], start, count)
+        values.append(TensorValue(out.dtype, out.dims[:-1] + (count,)))
+        args[-1] = len(values) - 1
+        parts.append(args[-1])
+        chain.append(OpCall(op.name, tuple(args), len(chain)))
+    values.append(ValueList(tuple(parts)))
+    values.append(len(out.dims) - 1)
+    chain.append(OpCall(_CAT, (len(values) - 2, len(values) - 1, op.args[-1]), len(chain)))
 
 
 def _too_large(graph: Graph, op: OpCall, limit: int) -> bool:
