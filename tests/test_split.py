@@ -77,3 +77,55 @@ def test_an_embedding_table_past_the_limit_is_split_by_rows(gpu):
     assert max(b.size for b in prog.plan.buffers) <= 160
     (out,) = prog.run(calls["input_0"])
     np.testing.assert_array_equal(out, calls["output_0"])
+
+
+def _q4_graphs(rng):
+    """A linear_q4gsw (bias, scales padded to 72 columns with NaN) and a linear_dq8ca_q4gsw
+    (per-row qparams chosen in the graph), N = 70, K = 64, groups of 32: W is 2240 bytes."""
+    from test_op_q4 import dq8ca_graph, q4gsw_operands
+    from test_op_q4gsw import linear_graph, q4gsw_weights
+
+    w, scales = q4gsw_weights(rng, 70, 64, 32)
+    bias = rng.standard_normal(70).astype(np.float32)
+    q4gsw = linear_graph(w, scales, 32, (5,), bias=bias)
+    w, sums, scales = q4gsw_operands(rng, 70, 64, 32)
+    return {"linear_q4gsw": q4gsw, "linear_dq8ca_q4gsw": dq8ca_graph(w, sums, scales, 32, (5,))}
+
+
+@pytest.mark.parametrize("name", ["linear_q4gsw", "linear_dq8ca_q4gsw"])
+def test_4bit_group_wise_linears_split_by_rows_with_their_scale_columns(rng, name):
+    """At a 1 KiB binding W (2240 bytes) splits into 32 + 32 + 6 rows; the [G, N] scales
+    (and weight sums) are cut by columns: G strided runs of the file each. The interpreter
+    gives the unsplit graph's bits."""
+    from webpte.kernels.reference import run_reference
+
+    graph, blob = _q4_graphs(rng)[name]
+    split = split_large_weights(graph, 1024)
+    op = f"et_vk.{name}.default"
+    blocks = [o for o in split.chain if o.name == op]
+    assert [split.values[o.args[-1]].dims[-1] for o in blocks] == [32, 32, 6]
+    cols = (2,) if name == "linear_q4gsw" else (4, 5)
+    for o in blocks:
+        for i in cols:
+            ref = split.constants[split.tensor(o.args[i]).constant_id]
+            assert ref.pieces == 2 and ref.nbytes == 2 * 4 * split.tensor(o.args[-1]).dims[-1]
+    x = rng.standard_normal((5, 64)).astype(np.float32)
+    whole = run_reference(graph, {graph.input_ids[0]: x}, blob).get(graph.output_ids[0])
+    cut = run_reference(split, {split.input_ids[0]: x}, blob).get(split.output_ids[0])
+    np.testing.assert_array_equal(whole, cut)
+
+
+@pytest.mark.parametrize("name", ["linear_q4gsw", "linear_dq8ca_q4gsw"])
+def test_a_split_4bit_plan_binds_within_the_limit_and_gives_the_same_bits(gpu, rng, name):
+    from harness import assert_plans_bitwise
+    from webpte.plan import lower
+
+    graph, blob = _q4_graphs(rng)[name]
+    limits = {"max_storage_buffer_binding_size": 1024}
+    cut = lower(graph, limits=limits)
+    files = [b for b in cut.buffers if b.init and b.init["kind"] in ("file", "file_parts")]
+    assert max(b.size for b in files) <= 1024   # the weights (x and out are 1280, 1400 bytes)
+    parts = [b.init for b in files if b.init["kind"] == "file_parts"]
+    assert parts and all(len(p["parts"]) == 2 for p in parts)
+    x = rng.standard_normal((5, 64)).astype(np.float32)
+    assert_plans_bitwise(graph, blob, [x], {"whole": lower(graph), "split": cut}, rel=1e-6)

@@ -83,7 +83,8 @@ def load_constant(graph: Graph, data, t: TensorValue) -> np.ndarray:
     if ref.nbytes == 0:
         return np.zeros(t.dims, dtype)
     n = t.numel * np.dtype(dtype).itemsize
-    raw = bytes(file_source(data, ref.file, "reference")[ref.offset: ref.offset + n])
+    src = file_source(data, ref.file, "reference")
+    raw = b"".join(bytes(src[o: o + k]) for o, k in ref.ranges())[:n]
     return np.frombuffer(raw, dtype).reshape(t.dims)
 
 

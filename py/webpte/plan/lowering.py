@@ -101,8 +101,15 @@ class Lowering:
                 init = ({"kind": "file", "offset": ref.offset, "nbytes": ref.nbytes,
                          "convert": file_convert(v, ref.nbytes)}
                         if ref.nbytes else {"kind": "zeros"})
+                if ref.nbytes and ref.pieces > 1:   # a column block (plan/split.py)
+                    if init["convert"] is not None:
+                        raise PlanError(f"{self._where()}: constant {vid} is a column block "
+                                        f"of {v.dtype.name} data, which needs converting")
+                    init = {"kind": "file_parts",
+                            "parts": [{"offset": o, "nbytes": n} for o, n in ref.ranges()]}
                 if ref.nbytes and ref.file:   # an external data file's bytes (.ptd)
-                    init["file"] = ref.file
+                    for part in init.get("parts", [init]):
+                        part["file"] = ref.file
                 self._constant_bufs[key] = self._new(storage_bytes(v), "constant",
                                                      f"const{v.constant_id}", init)
             b = self._constant_bufs[key]
@@ -123,7 +130,7 @@ class Lowering:
         for vid, nbytes in items:
             v = self.tensor(vid)
             ref = self.graph.constants[v.constant_id] if v.is_constant else None
-            if (ref is None or file_convert(v, ref.nbytes) is not None
+            if (ref is None or ref.pieces != 1 or file_convert(v, ref.nbytes) is not None
                     or ref.nbytes != storage_bytes(v) or not 0 < nbytes <= ref.nbytes):
                 raise PlanError(f"{self._where()}: value {vid} cannot join a constant buffer")
             parts.append({"offset": ref.offset, "nbytes": nbytes}

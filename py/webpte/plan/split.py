@@ -5,8 +5,11 @@ MiB by the specification's defaults, and on many adapters), so a 262 MB language
 cannot be one kernel's weight. This pass rewrites a linear whose constant weight W [N, ...]
 is larger than the limit into linears over row blocks of W (each block a byte range of the
 same file data, no copy at load), their per-output vectors (bias, int8 weight sums and
-scales) cut alike, and one `cat` of the block outputs along the last dim. Each block is the
-same op on fewer output features, so its results are the unsplit op's, bit for bit.
+scales) cut alike, and one `cat` of the block outputs along the last dim. The 4-bit
+group-wise linears keep scales (and weight sums) as [G, >= N] matrices, one row per group
+along K: a block takes their columns, a constant of G strided runs of the file
+(ConstantRef.pieces). Each block is the same op on fewer output features, so its results are
+the unsplit op's, bit for bit.
 
 An embedding table past the limit is split by rows (tokens) alike: block b gathers its rows
 at the indices moved into it (clamped), and a `where` on `index >= first row of b` takes its
@@ -29,12 +32,15 @@ _CAT = "aten.cat.default"
 class _Form:
     weight: int                 # arg index of W [N, ...]: one row per output feature
     per_out: tuple[int, ...]    # arg indices of [N] constants (or None) cut with W's rows
+    per_col: tuple[int, ...] = ()  # arg indices of [G, >= N] constants: cut by columns
 
 
 FORMS = {
     "aten.linear.default": _Form(1, (2,)),
     "et_vk.linear_q8ta_q8csw.default": _Form(3, (4, 5, 6)),
     "et_vk.linear_qcs4w.default": _Form(1, (2,)),
+    "et_vk.linear_q4gsw.default": _Form(1, (4,), (2,)),
+    "et_vk.linear_dq8ca_q4gsw.default": _Form(3, (7,), (4, 5)),
 }
 
 
@@ -80,7 +86,9 @@ def _split_linear(graph: Graph, op: OpCall, limit: int, values: list, constants:
     form = FORMS[op.name]
     w = graph.tensor(op.args[form.weight])
     n = w.dims[0]
-    rows = _block_rows(w, limit)
+    rows = min([_block_rows(w, limit)]
+               + [_block_rows(graph.tensor(op.args[i]), limit, by_columns=True)
+                  for i in form.per_col])
     out = graph.tensor(op.args[-1])
     parts = []
     for start in range(0, n, rows):
@@ -90,6 +98,8 @@ def _split_linear(graph: Graph, op: OpCall, limit: int, values: list, constants:
         for i in form.per_out:
             if values[op.args[i]] is not None:
                 args[i] = _cut(values, constants, graph, op.args[i], start, count)
+        for i in form.per_col:
+            args[i] = _cut_columns(values, constants, graph, op.args[i], start, count)
         values.append(TensorValue(out.dtype, out.dims[:-1] + (count,)))
         args[-1] = len(values) - 1
         parts.append(args[-1])
@@ -107,8 +117,9 @@ def _too_large(graph: Graph, op: OpCall, limit: int) -> bool:
     if not (isinstance(w, TensorValue) and w.is_constant and len(w.dims) >= 2 and w.dims[0] > 1):
         return False
     ref = graph.constants[w.constant_id]
-    return storage_bytes(w) > limit and ref.nbytes == storage_bytes(w) and all(
-        _cuttable(graph, op.args[i], w.dims[0]) for i in form.per_out)
+    return (storage_bytes(w) > limit and ref.nbytes == storage_bytes(w) and ref.pieces == 1
+            and all(_cuttable(graph, op.args[i], w.dims[0]) for i in form.per_out)
+            and all(_column_cuttable(graph, op.args[i], w.dims[0]) for i in form.per_col))
 
 
 def _table_too_large(graph: Graph, op: OpCall, limit: int) -> bool:
@@ -126,7 +137,8 @@ def _table_too_large(graph: Graph, op: OpCall, limit: int) -> bool:
         return False
     return (rows > 4 and any(storage_bytes(t) > limit for t in ts)
             and all(t.dims[0] == rows and graph.constants[t.constant_id].nbytes
-                    == storage_bytes(t) for t in ts))
+                    == storage_bytes(t) and graph.constants[t.constant_id].pieces == 1
+                    for t in ts))
 
 
 def _split_embedding(graph: Graph, op: OpCall, limit: int, values: list, constants: list,
@@ -183,13 +195,25 @@ def _cuttable(graph: Graph, vid: int, n: int) -> bool:
         return True
     if not (isinstance(v, TensorValue) and v.is_constant and v.dims == (n,)):
         return False
-    return graph.constants[v.constant_id].nbytes == storage_bytes(v)
+    ref = graph.constants[v.constant_id]
+    return ref.nbytes == storage_bytes(v) and ref.pieces == 1
 
 
-def _block_rows(w: TensorValue, limit: int) -> int:
-    """Rows per block: as many as fit the limit, a multiple of 4 (whole words per block of
-    packed int8 rows of any length)."""
-    per_row = storage_bytes(w) / w.dims[0]
+def _column_cuttable(graph: Graph, vid: int, n: int) -> bool:
+    """A [G, >= N] constant of 4-byte elements stored as its file bytes: cut by columns."""
+    v = graph.values[vid]
+    if not (isinstance(v, TensorValue) and v.is_constant and len(v.dims) == 2
+            and v.dims[1] >= n and v.dtype in (DType.FLOAT32, DType.INT32)):
+        return False
+    ref = graph.constants[v.constant_id]
+    return ref.nbytes == storage_bytes(v) == 4 * v.numel and ref.pieces == 1
+
+
+def _block_rows(w: TensorValue, limit: int, by_columns: bool = False) -> int:
+    """Rows (output features) per block: as many as fit the limit, a multiple of 4 (whole
+    words per block of packed int8 rows of any length); `by_columns`: w's columns are the
+    features (a [G, >= N] matrix of 4-byte elements)."""
+    per_row = 4 * w.dims[0] if by_columns else storage_bytes(w) / w.dims[0]
     rows = int(limit // per_row) // 4 * 4
     if rows < 4:
         raise PlanError(f"one row of a {list(w.dims)} weight is {per_row:.0f} bytes; four "
@@ -204,4 +228,17 @@ def _cut(values: list, constants: list, graph: Graph, vid: int, start: int, coun
     row = ref.nbytes // t.dims[0]
     constants.append(replace(ref, offset=ref.offset + start * row, nbytes=count * row))
     values.append(TensorValue(t.dtype, (count,) + t.dims[1:], len(constants) - 1))
+    return len(values) - 1
+
+
+def _cut_columns(values: list, constants: list, graph: Graph, vid: int, start: int,
+                 count: int) -> int:
+    """A new constant value: columns start..start+count of the [G, C] constant `vid` (G
+    strided runs of the file)."""
+    t = graph.tensor(vid)
+    ref = graph.constants[t.constant_id]
+    g, c = t.dims
+    constants.append(replace(ref, offset=ref.offset + 4 * start, nbytes=4 * g * count,
+                             pieces=g, stride=4 * c))
+    values.append(TensorValue(t.dtype, (g, count), len(constants) - 1))
     return len(values) - 1

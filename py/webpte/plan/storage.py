@@ -51,4 +51,5 @@ def constant_key(graph, t: TensorValue) -> tuple:
     """Constants with equal keys hold the same buffer content (one buffer in a plan):
     same file bytes, same conversion, same size."""
     ref = graph.constants[t.constant_id]
-    return (ref.file, ref.offset, ref.nbytes, file_convert(t, ref.nbytes), storage_bytes(t))
+    return (ref.file, ref.offset, ref.nbytes, ref.pieces, ref.stride,
+            file_convert(t, ref.nbytes), storage_bytes(t))

@@ -76,12 +76,23 @@ class OpCall:
 @dataclass(frozen=True)
 class ConstantRef:
     """Where a constant's bytes live: an absolute byte range of file `file` (0: the .pte,
-    k: the k-th external data file the program was loaded with)."""
+    k: the k-th external data file the program was loaded with); with `pieces` > 1, that
+    many runs of nbytes / pieces bytes, run i at offset + i * stride, back to back (a column
+    block of a row-major matrix: plan/split.py)."""
 
     offset: int
     nbytes: int
     key: str | None = None
     file: int = 0
+    pieces: int = 1
+    stride: int = 0
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """(offset, nbytes) of each run of the file, in order."""
+        if self.pieces == 1:
+            return [(self.offset, self.nbytes)]
+        run = self.nbytes // self.pieces
+        return [(self.offset + i * self.stride, run) for i in range(self.pieces)]
 
 
 @dataclass
