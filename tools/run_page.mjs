@@ -2,9 +2,12 @@
 // npz and compare with its references: what `webpte run --tolerance` does natively.
 //   node tools/run_page.mjs PROGRAM.pte CALLS.npz [--limits default|JSON] [--tolerance T]
 // Prints the load split by stage (fetch, Python boot, plan, upload, pipelines), each call's
-// time and rel-L2 per output and the worker's wasm heap; exits 1
+// time and rel-L2 per output, the worker's peak JS heap (with ArrayBuffers) during the load (CDP
+// Runtime.getHeapUsage on the worker target, polled: V8 heap + ArrayBuffer
+// backing stores), Pyodide's wasm heap and the largest
+// chunk of weights the loader held; exits 1
 // when an output has no reference, another shape, or a rel-L2 above --tolerance (or NaN).
-// Needs `npm run build` (dist/).
+// Needs `npm run build` (dist/; WEBPTE_DIST=DIR serves another build).
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSuitePage } from '../tests/browser/browser.mjs';
@@ -59,16 +62,55 @@ function relL2(got, ref) {
   return Math.sqrt(num) / (den > 0 ? Math.sqrt(den) : 1);
 }
 
+/**
+ * Poll the used JS heap of the page's worker over CDP (no collection first: the peak counts
+ * garbage not yet collected, as the process holds it). -> {stop: () => peak bytes}
+ */
+async function heapPoller(page, everyMs = 50) {
+  const cdp = await page.context().newCDPSession(page);
+  let session = null;
+  const pending = new Map();
+  let next = 0;
+  cdp.on('Target.receivedMessageFromTarget', (e) => { const m = JSON.parse(e.message); pending.get(m.id)?.(m); pending.delete(m.id); });
+  const send = (method) => new Promise((ok) => {
+    pending.set(++next, ok);
+    cdp.send('Target.sendMessageToTarget', { sessionId: session, message: JSON.stringify({ id: next, method, params: {} }) }).catch(() => ok(null));
+  });
+  let peak = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      if (!session) {
+        const { targetInfos } = await cdp.send('Target.getTargets');
+        const worker = targetInfos.find((t) => t.type === 'worker');
+        if (worker) ({ sessionId: session } = await cdp.send('Target.attachToTarget', { targetId: worker.targetId, flatten: false }));
+      } else {
+        const r = (await send('Runtime.getHeapUsage'))?.result ?? {};
+        // usedSize: the V8 heap; backingStorageSize: ArrayBuffers' contents, outside it
+        peak = Math.max(peak, (r.usedSize ?? 0) + (r.backingStorageSize ?? 0));
+      }
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  })();
+  return { stop: async () => { running = false; await loop; return peak; } };
+}
+
 async function main() {
   const opts = options(process.argv.slice(2));
   const work = calls(opts.npz);
-  const s = await openSuitePage({ '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'), '/prog/': dirname(opts.pte) });
+  const s = await openSuitePage({ '/dist/': process.env.WEBPTE_DIST ?? join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'), '/prog/': dirname(opts.pte) });
   let failed = false;
   try {
-    const result = await s.page.evaluate(async ([src, limits, todo]) => {
+    await s.page.evaluate(() => suite.webpte.runtimeInfo?.()); // the worker starts: its heap is polled
+    const poller = await heapPoller(s.page);
+    const loaded = await s.page.evaluate(async ([src, limits]) => {
       const t0 = performance.now();
-      const program = await suite.webpte.loadProgram(src, { limits });
-      const load_ms = performance.now() - t0;
+      window.program = await suite.webpte.loadProgram(src, { limits });
+      return performance.now() - t0;
+    }, [`/prog/${basename(opts.pte)}`, opts.limits]);
+    const peakHeap = await poller.stop();
+    const result = await s.page.evaluate(async ([load_ms, todo]) => {
+      const { program } = window;
       const out = [];
       for (const call of todo) {
         const inputs = call.inputs.map((x) => {
@@ -85,11 +127,15 @@ async function main() {
       const shapes = program.outputs.map((o) => o.shape);
       await program.dispose();
       return { load_ms, stats, shapes, calls: out, heap: info?.memory ?? null };
-    }, [`/prog/${basename(opts.pte)}`, opts.limits, work.map((c) => ({ inputs: c.inputs }))]);
+    }, [loaded, work.map((c) => ({ inputs: c.inputs }))]);
     const st = result.stats;
-    console.log(`loaded ${basename(opts.pte)} in the page in ${(result.load_ms / 1e3).toFixed(1)} s: fetch ${(st.fetch_ms / 1e3).toFixed(1)}, `
-      + `Python boot ${((st.python_boot_ms ?? 0) / 1e3).toFixed(1)}, plan ${((st.plan_total_ms ?? 0) / 1e3).toFixed(1)}, `
-      + `upload ${((st.upload_ms ?? 0) / 1e3).toFixed(1)} (pipelines ${((st.pipelines_ms ?? 0) / 1e3).toFixed(1)}); `
+    const s_ = (ms) => ((ms ?? 0) / 1e3).toFixed(1);
+    // Streamed: fetch_ms is the preflight (Python boot + planning from Range reads); the body
+    // streams into the GPU buffers inside the upload (buffers_ms).
+    console.log(`loaded ${basename(opts.pte)} in the page in ${s_(result.load_ms)} s: `
+      + `${st.streamed ? 'preflight' : 'fetch'} ${s_(st.fetch_ms)}, Python boot ${s_(st.python_boot_ms)}, plan ${s_(st.plan_total_ms)}, `
+      + `upload ${s_(st.upload_ms)} (${st.streamed ? 'streamed fetch + writes' : 'buffers + writes'} ${s_(st.buffers_ms)}, `
+      + `pipelines ${s_(st.pipelines_ms)}); `
       + `${st.dispatches} dispatches, ${st.kernels} kernels, device binding limit ${st.device_binding_limit}`);
     result.calls.forEach((c, i) => {
       const errs = c.outputs.map((o, j) => {
@@ -104,7 +150,9 @@ async function main() {
       });
       console.log(`call ${i}: ${c.ms.toFixed(1)} ms, ${errs.join(', ')}`);
     });
-    if (result.heap) console.log(`worker memory: ${JSON.stringify(result.heap)}`);
+    const mb = (n) => (n == null ? '?' : `${(n / 2 ** 20).toFixed(1)} MiB`);
+    console.log(`worker memory: peak JS heap (with ArrayBuffers) during the load ${mb(peakHeap)}, wasm heap ${mb(result.heap?.wasmHeapBytes)}, `
+      + `largest chunk held ${mb(st.largest_chunk ?? null)} (${st.streamed ? 'streamed' : 'whole file'})`);
   } finally {
     await s.close();
   }

@@ -11,13 +11,14 @@ import {
   InputError,
 } from './errors.js';
 import {
-  describeIO, fileBytes, fromStorage, interleaveRows, parsePlan, storageBytes, toStorage,
+  describeIO, fileBytes, fromStorage, parsePlan, storageBytes, toStorage,
 } from './plan.js';
 import { validatePlan } from './plan_validate.js';
+import { BytesFile } from './sources.js';
+import { HeldMeter, StreamedUpload, convertInit, writeChunked } from './upload.js';
 
 // Limits a plan may ask for beyond WebGPU's defaults (py/webpte/native/device.py REQUESTABLE).
 const REQUESTABLE = ['maxBufferSize', 'maxStorageBufferBindingSize', 'maxStorageBuffersPerShaderStage'];
-const UPLOAD_CHUNK = 16 << 20; // bytes per writeBuffer: bounds the driver's staging copies
 
 /**
  * GPU buffers and bind groups made so far on the devices `requestDevice` made (by anyone, not
@@ -173,20 +174,27 @@ export class Executor {
   /**
    * Create every buffer, pipeline and bind group of `plan` and upload its constants.
    * @param {string | object} plan Plan.to_json() text or object
-   * @param {ArrayBuffer | ArrayBufferView | Array<ArrayBuffer | ArrayBufferView> | null} fileBytes
+   * @param {ArrayBuffer | ArrayBufferView | object | Array<ArrayBuffer | ArrayBufferView | object> | null} fileBytes
    *   the program file (constant ranges are uploaded from it directly), or a list: the program
    *   file, then each external data file (`.ptd`) in the order the plan was made with (a file
-   *   init's `file` indexes it); null if the plan has no file-initialised buffers
-   * @param {{device?: GPUDevice, gpu?: GPU, poison?: boolean, onStage?: (stage: string) => void}} [options]
+   *   init's `file` indexes it); null if the plan has no file-initialised buffers. A file may
+   *   be a streamed source (web/sources.js: `{name, size, chunks()}`): its constants are then
+   *   written as its chunks arrive (web/upload.js), and no file is held whole
+   * @param {{device?: GPUDevice, gpu?: GPU, poison?: boolean, onStage?: (stage: string) => void,
+   *   onBytes?: (file: number, n: number) => void}} [options]
    *   `device` to share one device between programs; `poison` fills activations/outputs with
    *   NaNs (tests); `onStage('compile')` is called when the uploads are issued and the kernels
-   *   start compiling
+   *   start compiling; `onBytes` counts the bytes of streamed files as they arrive
    * @returns {Promise<Executor>}
-   * @throws {PlanError | AdapterError | ExternalDataError}
+   * @throws {PlanError | AdapterError | ExternalDataError | InputError} InputError: a streamed
+   *   file ended early or changed
    */
-  static async create(plan, fileBytes, { device, gpu, poison = false, onStage } = {}) {
-    const files = fileBytes == null ? null : (Array.isArray(fileBytes) ? fileBytes : [fileBytes]).map(asBytes);
-    plan = parsePlan(plan, { fileSizes: files?.map((f) => f.byteLength) });
+  static async create(plan, fileBytes, { device, gpu, poison = false, onStage, onBytes } = {}) {
+    let files = fileBytes == null ? null : (Array.isArray(fileBytes) ? fileBytes : [fileBytes]).map(asFile);
+    if (files?.some((f) => typeof f.chunks === 'function')) {
+      files = files.map((f, k) => (typeof f.chunks === 'function' ? f : new BytesFile(f, `file ${k}`)));
+    }
+    plan = parsePlan(plan, { fileSizes: files?.map((f) => f.byteLength ?? f.size) });
     checkFeatures(plan.features, (gpu ?? globalThis.navigator?.gpu)?.wgslLanguageFeatures);
     if (device) checkLimits(plan.limits, device.limits);
     else device = await requestDevice(plan.limits, { gpu });
@@ -198,7 +206,7 @@ export class Executor {
     ex.onUncaptured = (ev) => { ex.uncaptured ??= ev.error; };
     device.addEventListener?.('uncapturederror', ex.onUncaptured);
     try {
-      await ex.#build(files, onStage);
+      await ex.#build(files, onStage, onBytes);
       if (poison) ex.poison();
     } catch (err) {
       ex.dispose();
@@ -207,18 +215,22 @@ export class Executor {
     return ex;
   }
 
-  async #build(files, onStage) {
+  async #build(files, onStage, onBytes = () => {}) {
     const { plan, device } = this;
     const t0 = performance.now();
     const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+    const streamed = files?.some((f) => typeof f.chunks === 'function');
+    const fromFile = (b) => b.init?.kind === 'file' || b.init?.kind === 'file_parts';
     await this.#scoped('the buffers of the plan', () => {
       this.buffers = plan.buffers.map((b) => device.createBuffer({ size: b.size, usage, label: b.label || `b${b.id}` }));
-      for (const b of plan.buffers) this.#initialise(b, files);
+      for (const b of plan.buffers) if (!(streamed && fromFile(b))) this.#initialise(b, files);
       this.staging = plan.outputs.map((o) => device.createBuffer({
         size: plan.buffers[o.buffer].size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
         label: `staging ${o.buffer}`,
       }));
     });
+    const meter = new HeldMeter();
+    if (streamed) await this.#stream(files, meter, onBytes);
 
     onStage?.('compile');
     const t1 = performance.now();
@@ -245,7 +257,24 @@ export class Executor {
       }
     });
     /** Milliseconds spent at load: buffers + uploads, kernels (compile + pipelines), bind groups. */
-    this.timings = { buffers_ms: t1 - t0, pipelines_ms: t2 - t1, bind_groups_ms: performance.now() - t2 };
+    this.timings = {
+      buffers_ms: t1 - t0, pipelines_ms: t2 - t1, bind_groups_ms: performance.now() - t2,
+      streamed: Boolean(streamed), largest_chunk: streamed ? meter.peak : Math.max(0, ...(files ?? []).map((f) => f.byteLength)),
+    };
+  }
+
+  /** Stream every file's chunks into the buffers their constants initialise (web/upload.js). */
+  async #stream(files, meter, onBytes) {
+    const all = new Set(files.keys());
+    const upload = new StreamedUpload(this.device, this.buffers, this.plan.buffers, all, meter);
+    for (const [k, file] of files.entries()) {
+      if (!upload.segments.has(k) && file instanceof BytesFile) continue; // nothing of it is read
+      for await (const { offset, bytes } of file.chunks((n) => onBytes(k, n), { meter })) {
+        this.#usable();
+        await upload.feed(k, offset, bytes);
+      }
+      upload.finish(k, file.name);
+    }
   }
 
   /**
@@ -325,25 +354,10 @@ export class Executor {
         src.set(files[p.file ?? 0].subarray(p.offset, p.offset + p.nbytes), at);
         at += p.nbytes;
       }
-      if (init.interleave !== undefined) src = interleaveRows(src, init.interleave);
     } else {
       src = files[init.file ?? 0].subarray(init.offset, init.offset + init.nbytes);
     }
-    if (init.convert === 'u8_to_u32') {
-      const wide = Uint32Array.from(src);
-      src = new Uint8Array(wide.buffer);
-    } else if (init.convert === 'i64_to_i32') {
-      src = narrowI64(src, b.label || b.id);
-    }
-    if (src.byteLength % 4) {
-      const padded = new Uint8Array(Math.ceil(src.byteLength / 4) * 4);
-      padded.set(src);
-      src = padded;
-    }
-    for (let at = 0; at < src.byteLength; at += UPLOAD_CHUNK) {
-      const n = Math.min(UPLOAD_CHUNK, src.byteLength - at);
-      this.device.queue.writeBuffer(target, at, src, at, n);
-    }
+    writeChunked(this.device.queue, target, 0, convertInit(init, src, b.label || b.id));
   }
 
   /** Method inputs: `[{buffer, dtype, shape, storage, name}]`. */
@@ -563,22 +577,8 @@ function encode(enc, commands) {
 
 const padded = (n) => Math.max(4, Math.ceil(n / 4) * 4);
 
-/** int64 file bytes as int32 words; a value outside int32 is a PlanError, not a wrap. */
-function narrowI64(src, label) {
-  const n = Math.floor(src.byteLength / 8);
-  const wide = new DataView(src.buffer, src.byteOffset, n * 8);
-  const out = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
-    const v = wide.getBigInt64(i * 8, true);
-    if (v < -2147483648n || v > 2147483647n) {
-      throw new PlanError(`buffer ${label}: an int64 constant holds ${v}, outside int32; webpte stores int64 as int32`);
-    }
-    out[i] = Number(v);
-  }
-  return new Uint8Array(out.buffer);
-}
-
-function asBytes(x) {
+function asFile(x) {
+  if (x && typeof x.chunks === 'function') return x; // a streamed source (web/sources.js)
   if (x instanceof ArrayBuffer) return new Uint8Array(x);
   if (ArrayBuffer.isView(x)) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
   throw new TypeError('program bytes must be an ArrayBuffer or a TypedArray');

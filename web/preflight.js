@@ -11,6 +11,7 @@ import { AdapterLimitsError, WebpteError } from './errors.js';
 import { CACHE_NAME, LocalFolder } from './files.js';
 import { plannerLimits, resolveLimits } from './limits.js';
 import { callPy, planFeatures, sharedDevice } from './runtime.js';
+import { CheckedFile, UrlFile } from './sources.js';
 
 const MIN_READ = 4096; // a read extends to at least this many bytes: headers come with what follows
 
@@ -193,10 +194,12 @@ export async function preflightProgram(url, { glue, method = 'forward', fusion =
         + 'Use a GPU (or browser) with larger WebGPU limits, or a smaller program', { limit: name, needed, allowed: have });
     }
   }
-  // `held` (not enumerable: stats stay plain) lets takePlan check the download against it.
+  // `held` (not enumerable: stats stay plain) lets takePlan check the download against it;
+  // `ranges` answer later reads of the same files (a streamed load plans from them).
   const answer = Object.defineProperty({ ...out, fetched: ranges.fetched, reads: ranges.reads }, 'held', { value: ranges.held });
+  Object.defineProperty(answer, 'ranges', { value: ranges });
   if (dataRanges.length) answer.data_fetched = dataRanges.map((d) => d.ranges.fetched);
-  return Object.defineProperty(answer, 'dataHeld', { value: dataRanges.map((d) => ({ size: d.ranges.size, held: d.ranges.held })) });
+  return Object.defineProperty(answer, 'dataHeld', { value: dataRanges.map((d) => ({ size: d.ranges.size, held: d.ranges.held, ranges: d.ranges })) });
 }
 
 /**
@@ -215,6 +218,24 @@ export async function preflightModel(folder, manifest, { glue, fusion = 'all', c
     out[spec.role] = await preflightProgram(folder.url(spec.name), { glue, fusion, cache, limits, data });
   }
   return out;
+}
+
+/**
+ * The files of a preflighted program as streamed sources (web/sources.js), each checked
+ * against the ranges the plan was read from as its chunks pass, and the preflight's plan;
+ * null when the preflight made none. The plan is taken out of `preflighted`.
+ * @param {object | null} preflighted preflightProgram's answer
+ * @param {string} url @param {string[]} data the data files' URLs, in the preflight's order
+ * @returns {{files: import('./sources.js').UrlFile[], planned: object} | null}
+ */
+export function streamPlanned(preflighted, url, data = []) {
+  const planned = preflighted?.planned ?? null;
+  if (!planned || !preflighted.ranges) return null;
+  delete preflighted.planned;
+  const file = (u, ranges) => new CheckedFile(new UrlFile(u, ranges.size, (a, b) => ranges.read(a, b)), ranges.held);
+  const files = [file(url, preflighted.ranges), ...preflighted.dataHeld.map((d, k) => file(data[k], d.ranges))];
+  const { plan_ms, plan_total_ms, bytes_read } = preflighted;
+  return { files, planned: { ...planned, plan_ms, plan_total_ms, bytes_read } };
 }
 
 /**

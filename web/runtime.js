@@ -180,13 +180,14 @@ async function planInPython(bytes, method, fusion, emit, inputShapes = null, ext
   const { glue, boot_ms } = await bootPython(emit);
   emit({ stage: 'plan' });
   const t0 = performance.now();
-  const view = new Uint8Array(bytes);
-  const source = glue.RangeSource(view.byteLength, (start, stop) => view.subarray(start, stop));
-  // Python reads the data files' headers and flatbuffers only, as it does the .pte's.
-  const dataSources = data.map(({ name, bytes: b }) => {
+  const ranges = (b, name) => {
+    if (isSource(b)) return glue.RangeSource(b.size, (start, stop) => b.readSync(start, stop), name);
     const v = new Uint8Array(b);
     return glue.RangeSource(v.byteLength, (start, stop) => v.subarray(start, stop), name);
-  });
+  };
+  const source = ranges(bytes);
+  // Python reads the data files' headers and flatbuffers only, as it does the .pte's.
+  const dataSources = data.map(({ name, bytes: b }) => ranges(b, name));
   let result;
   try {
     const args = [source, method, [...await planFeatures(), ...extra], fusion,
@@ -225,10 +226,23 @@ async function autotuned(bytes, method, fusion, emit, caps, data) {
 /** The .pte's bytes, then each external data file's: what a plan's file inits index. */
 const programFiles = (bytes, data) => [bytes, ...data.map((f) => f.bytes)];
 
+/** Whether `x` is a streamed file (web/sources.js), not bytes in memory. */
+const isSource = (x) => typeof x?.chunks === 'function';
+
+/** A streamed file read whole (autotune builds several executors of the same bytes). */
+async function wholeFile(x) {
+  if (!isSource(x)) return x;
+  const out = new Uint8Array(x.size);
+  for await (const { offset, bytes } of x.chunks()) out.set(bytes, offset);
+  return out.buffer;
+}
+
 /**
  * Plan (in Python, unless `plan` is given) and upload one method of a program file.
  * Emits plan, upload, compile (kernels), but not ready.
- * @param {ArrayBuffer} bytes the .pte file
+ * @param {ArrayBuffer | object} bytes the .pte file, in memory or a streamed source
+ *   (web/sources.js; then `data` files' `bytes` may be too, and `onBytes(file, n)` counts
+ *   their bytes as they stream into the GPU buffers)
  * `inputShapes` (dims per input) plans a method exported with dynamic shapes for those dims.
  * `autotune` plans the decode variant measured fastest on this adapter (web/autotune.js) in
  * place of `plan` (stats.autotune says which, with its times or `cached`).
@@ -241,7 +255,11 @@ const programFiles = (bytes, data) => [bytes, ...data.map((f) => f.bytes)];
  *   inputShapes?: number[][] | null, autotune?: boolean, emit: (e: object) => void}} options
  * @returns {Promise<{executor: Executor, positionInput: number[] | null, dynamic: boolean, stats: object}>}
  */
-export async function loadExecutor(bytes, { method = 'forward', plan = null, fusion = 'all', poison = false, inputShapes = null, autotune = false, caps = null, data = [], emit }) {
+export async function loadExecutor(bytes, { method = 'forward', plan = null, fusion = 'all', poison = false, inputShapes = null, autotune = false, caps = null, data = [], emit, onBytes }) {
+  if (autotune && inputShapes == null) {
+    bytes = await wholeFile(bytes);
+    data = await Promise.all(data.map(async (f) => ({ ...f, bytes: await wholeFile(f.bytes) })));
+  }
   let planned;
   const { tuned = null, planned: tunedPlan = null } = autotune && inputShapes == null
     ? (await autotuned(bytes, method, fusion, emit, caps, data)) ?? {} : {};
@@ -250,11 +268,11 @@ export async function loadExecutor(bytes, { method = 'forward', plan = null, fus
   else if (typeof plan === 'object' && 'plan' in plan) planned = { position_input: null, ...plan };
   else planned = { plan, position_input: null };
   const files = programFiles(bytes, data);
-  const parsed = parsePlan(planned.plan, { fileSizes: files.map((f) => f.byteLength) });
+  const parsed = parsePlan(planned.plan, { fileSizes: files.map((f) => f.byteLength ?? f.size) });
   emit({ stage: 'upload' });
   const t1 = performance.now();
   const executor = await Executor.create(parsed, files, {
-    device: await sharedDevice(parsed.limits, caps), poison, onStage: (stage) => emit({ stage }),
+    device: await sharedDevice(parsed.limits, caps), poison, onStage: (stage) => emit({ stage }), onBytes,
   });
   await executor.device.queue.onSubmittedWorkDone();
   return {
@@ -262,8 +280,8 @@ export async function loadExecutor(bytes, { method = 'forward', plan = null, fus
     positionInput: planned.position_input ?? null,
     dynamic: planned.dynamic === true,
     stats: {
-      file_bytes: bytes.byteLength, bytes_read_by_python: planned.bytes_read ?? null,
-      data_files: data.map((f) => ({ file: f.name, bytes: f.bytes.byteLength })),
+      file_bytes: bytes.byteLength ?? bytes.size, bytes_read_by_python: planned.bytes_read ?? null,
+      data_files: data.map((f) => ({ file: f.name, bytes: f.bytes.byteLength ?? f.bytes.size })),
       constant_bytes: parsed.buffers.reduce((n, b) => n + fileBytes(b.init), 0),
       dispatches: parsed.dispatches.length, kernels: parsed.kernels.length, features: parsed.features,
       device_binding_limit: executor.device.limits.maxStorageBufferBindingSize,

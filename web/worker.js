@@ -5,43 +5,59 @@
 // flatbuffer regions) and constants go from the file bytes to the GPU.
 
 import { InputError, errorFromWire } from './errors.js';
-import { fetchBody } from './files.js';
 import { modelHandlers } from './model_worker.js';
 import { Transfer, serve } from './protocol.js';
 import { gpuCreations, gpuTraffic, recentCalls } from './executor.js';
 import { resolveLimits } from './limits.js';
-import { preflightProgram, takePlan } from './preflight.js';
+import { preflightProgram, streamPlanned, takePlan } from './preflight.js';
+import { BlobFile, UrlFile, blobOf } from './sources.js';
 import { bootPython, currentDevice, loadExecutor, pythonStarted } from './runtime.js';
 
 /** @type {Map<number, {executor: import('./executor.js').Executor, positionInput: number[] | null}>} */
 const programs = new Map();
 let nextHandle = 1;
 
-async function fetchBytes(source, emit) {
+/**
+ * A program file as the loader reads it: an ArrayBuffer the caller gave (held whole), or a
+ * BlobFile (a File/Blob; a URL whose server serves no byte ranges is first streamed into a
+ * Blob, which the browser keeps outside this heap): web/sources.js.
+ */
+async function fileOf(source, emit) {
   if (source instanceof ArrayBuffer) return source;
   if (ArrayBuffer.isView(source)) return source.buffer.slice(source.byteOffset, source.byteOffset + source.byteLength);
-  if (typeof Blob !== 'undefined' && source instanceof Blob) return source.arrayBuffer();
+  if (typeof Blob !== 'undefined' && source instanceof Blob) return new BlobFile(source, source.name || 'the program Blob');
   if (typeof source !== 'string') throw new InputError('a program source is a URL string, an ArrayBuffer, a TypedArray or a File/Blob');
   let loaded = 0;
-  try {
-    return await fetchBody(source, (n, total) => {
-      loaded += n;
-      emit({ stage: 'fetch', loaded, total });
-    });
-  } catch (err) {
-    if (err instanceof InputError) throw err;
-    throw new InputError(`fetching ${source} gave ${err.message}; check the URL`);
-  }
+  const url = new UrlFile(source, null, null);
+  const blob = await blobOf(url.chunks((n) => {
+    loaded += n;
+    emit({ stage: 'fetch', loaded, total: url.size ?? 0 });
+  }));
+  return new BlobFile(blob, source);
 }
 
-/** The external data files of a program, fetched: `{name, bytes}` each (name: the URL). */
+/** The external data files of a program: `{name, bytes}` each (name: the URL). */
 async function fetchData(data, emit) {
   const out = [];
   for (const [k, source] of data.entries()) {
     const name = typeof source === 'string' ? source : `data file ${k + 1}`;
-    out.push({ name, bytes: await fetchBytes(source, (e) => emit({ ...e, file: name })) });
+    out.push({ name, bytes: await fileOf(source, (e) => emit({ ...e, file: name })) });
   }
   return out;
+}
+
+/** Progress of streamed files: `onBytes(file, n)` -> fetch events in bytes of them all. */
+function streamProgress(files, emit) {
+  const total = files.reduce((n, f) => n + (f.byteLength ?? f.size), 0);
+  let loaded = 0;
+  let last = -Infinity;
+  return (k, n) => {
+    loaded += n;
+    const t = performance.now();
+    if (t - last < 100 && loaded < total) return;
+    last = t;
+    emit({ stage: 'fetch', file: files[k].name, loaded, total });
+  };
 }
 
 const models = modelHandlers();
@@ -57,14 +73,27 @@ const handlers = {
     const preflighted = typeof source === 'string' && plan == null && preflight && data.every((d) => typeof d === 'string')
       ? await preflightProgram(source, { glue: (await bootPython(emit)).glue, method, fusion, limits: caps, data })
       : null;
-    const bytes = await fetchBytes(source, emit);
-    const dataFiles = await fetchData(data, emit);
+    // Planned by the preflight: the files stream into the GPU buffers, checked against the
+    // ranges the plan was read from as they pass.
+    const streamed = streamPlanned(preflighted, source, data);
+    let bytes;
+    let dataFiles;
+    let reused;
+    if (streamed) {
+      [bytes, ...dataFiles] = streamed.files;
+      dataFiles = dataFiles.map((f) => ({ name: f.name, bytes: f }));
+      reused = streamed.planned;
+    } else {
+      bytes = await fileOf(source, emit);
+      dataFiles = await fetchData(data, emit);
+      reused = bytes instanceof ArrayBuffer && takePlan(preflighted, bytes, dataFiles.map((f) => f.bytes));
+    }
     const fetch_ms = performance.now() - t0;
-    const reused = takePlan(preflighted, bytes, dataFiles.map((f) => f.bytes));
     if (reused) emit({ stage: 'plan' });   // planned by the preflight, from the same file's ranges
     const planned = reused && { ...reused, boot_ms: (await bootPython(emit)).boot_ms };
+    const onBytes = streamProgress([bytes, ...dataFiles.map((f) => f.bytes)], emit);
     const { executor, positionInput, dynamic, stats } = await loadExecutor(bytes, {
-      method, plan: planned || plan, fusion, poison, emit, autotune: autotune === true && plan == null, caps, data: dataFiles,
+      method, plan: planned || plan, fusion, poison, emit, autotune: autotune === true && plan == null, caps, data: dataFiles, onBytes,
     });
     const handle = nextHandle++;
     // A method with dynamic shapes keeps its bytes: calls with other dims are planned for them.

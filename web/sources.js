@@ -1,0 +1,226 @@
+// Program files as the loader reads them: Python's planner reads small ranges synchronously
+// (`readSync`), the upload reads the whole file once, in file order, as bounded chunks
+// (`chunks`). A file is never held whole unless the caller gave it in memory:
+//   BytesFile  an ArrayBuffer the caller gave (views of it, nothing copied)
+//   BlobFile   a File/Blob, or a cached Response's body (slices read on demand)
+//   UrlFile    a URL whose server serves byte ranges: the body streamed, a cut body resumed
+// `chunks(onBytes)` reports each chunk's size (progress) and `meter` counts what it holds.
+
+import { InputError } from './errors.js';
+
+/** Bytes a read of a Blob holds at once (the bound of a cached or local file's chunks). */
+export const BLOB_CHUNK = 8 << 20;
+
+/** A file the caller gave in memory. */
+export class BytesFile {
+  /** @param {ArrayBuffer | ArrayBufferView} bytes @param {string} name */
+  constructor(bytes, name) {
+    this.bytes = bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.size = this.bytes.byteLength;
+    this.name = name;
+  }
+
+  readSync(start, stop) { return this.bytes.subarray(start, stop); }
+
+  async* chunks(onBytes = () => {}) {
+    for (let at = 0; at < this.size; at += BLOB_CHUNK) {
+      const bytes = this.bytes.subarray(at, at + BLOB_CHUNK);
+      onBytes(bytes.byteLength);
+      yield { offset: at, bytes };
+    }
+  }
+}
+
+/** A File/Blob (a local file, or a cached Response's body): ranges read on demand. */
+export class BlobFile {
+  /** @param {Blob} blob @param {string} name */
+  constructor(blob, name) {
+    this.blob = blob;
+    this.size = blob.size;
+    this.name = name;
+  }
+
+  /** Synchronous (FileReaderSync: workers only), for Python's planner. */
+  readSync(start, stop) {
+    return new Uint8Array(new FileReaderSync().readAsArrayBuffer(this.blob.slice(start, stop)));
+  }
+
+  async* chunks(onBytes = () => {}, { meter = null } = {}) {
+    for (let at = 0; at < this.size; at += BLOB_CHUNK) {
+      let bytes;
+      try {
+        bytes = new Uint8Array(await this.blob.slice(at, at + BLOB_CHUNK).arrayBuffer());
+      } catch (err) {
+        throw new InputError(`${this.name} could not be read at byte ${at} (${err.message}); load it again`);
+      }
+      meter?.hold(bytes.byteLength);
+      onBytes(bytes.byteLength);
+      try {
+        yield { offset: at, bytes };
+      } finally {
+        meter?.release(bytes.byteLength);
+      }
+    }
+  }
+}
+
+/** Whether a 206 answers `bytes=from-` of a `total`-byte file. */
+function resumes(resp, from, total) {
+  const range = resp.headers.get('content-range'); // unreadable cross-origin unless exposed
+  const m = range && /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(range);
+  if (m) return Number(m[1]) === from && Number(m[2]) === total - 1 && (m[3] === '*' || Number(m[3]) === total);
+  return Number(resp.headers.get('content-length')) === total - from;
+}
+
+/**
+ * A file at a URL of `size` bytes, streamed. `readSync` answers Python's ranges (the
+ * preflight's, web/preflight.js); `chunks` streams the body, resuming a cut one with
+ * `Range: bytes=N-` (up to `attempts` requests); a server that answers 200 to the resume
+ * sends it from the start and the bytes already written are skipped.
+ */
+export class UrlFile {
+  /**
+   * @param {string} url @param {number} size
+   * @param {(start: number, stop: number) => Uint8Array} readSync
+   * @param {{attempts?: number}} [options]
+   */
+  constructor(url, size, readSync, { attempts = 4 } = {}) {
+    this.url = url;
+    this.name = url;
+    this.size = size;
+    this.readSync = readSync;
+    this.attempts = attempts;
+  }
+
+  async* chunks(onBytes = () => {}, { meter = null } = {}) {
+    const { url } = this;
+    let { size } = this; // null: learnt from the first response (unencoded), else not resumable
+    let loaded = 0;
+    let etag = null;
+    let cut = '';
+    for (let attempt = 1; attempt === 1 || (size != null && loaded < size); attempt++) {
+      if (attempt > this.attempts) {
+        throw new InputError(`${url} ended after ${loaded} of ${size} bytes (${cut}) in ${attempt - 1} requests; the download was cut, retry`);
+      }
+      const from = loaded;
+      let resp;
+      try {
+        resp = await fetch(url, from ? { headers: { range: `bytes=${from}-` } } : undefined);
+      } catch (err) {
+        cut = err.message;
+        if (from) continue;
+        throw new InputError(`fetching ${url} failed (${err.message}); check the URL and the connection`);
+      }
+      let skip = 0;
+      if (from && resp.status === 206 && resumes(resp, from, size) && (etag === null || resp.headers.get('etag') === etag)) {
+        // resumed where it was cut
+      } else if (resp.ok && resp.status !== 206) {
+        const encoded = (resp.headers.get('content-encoding') ?? 'identity') !== 'identity';
+        const length = Number(resp.headers.get('content-length'));
+        if (this.size == null && attempt === 1) size = !encoded && resp.headers.has('content-length') ? length : null;
+        if (!encoded && resp.headers.has('content-length') && length !== size) {
+          await resp.body?.cancel();
+          throw new InputError(`${url} is ${length} bytes now, ${size} when its plan was read; it changed on the server: load it again`);
+        }
+        if (from && etag !== null && resp.headers.get('etag') !== etag) {
+          await resp.body?.cancel();
+          throw new InputError(`${url} changed on the server while it was read (another ETag); load it again`);
+        }
+        etag = resp.headers.get('etag');
+        skip = from; // a server that ignored the range: the bytes in hand come again
+      } else {
+        await resp.body?.cancel();
+        throw new InputError(from ? `${url} was cut after ${from} of ${size} bytes (${cut}) and the server did not `
+          + `resume it (HTTP ${resp.status}); retry` : `fetching ${url} gave HTTP ${resp.status}; check the URL`);
+      }
+      const reader = resp.body.getReader();
+      let at = from - skip; // the file offset of the next byte of this body
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          let bytes = value;
+          if (at < from) { // bytes already written (a restarted body)
+            const drop = Math.min(from - at, bytes.byteLength);
+            at += drop;
+            bytes = bytes.subarray(drop);
+            if (!bytes.byteLength) continue;
+          }
+          if (size != null && at + bytes.byteLength > size) throw new InputError(`${url} is longer than the ${size} bytes it had when its plan was read; load it again`);
+          meter?.hold(value.byteLength);
+          onBytes(bytes.byteLength);
+          try {
+            yield { offset: at, bytes };
+          } finally {
+            meter?.release(value.byteLength);
+          }
+          at += bytes.byteLength;
+          loaded = at;
+        }
+        cut = 'the body ended early';
+      } catch (err) {
+        if (err instanceof InputError || !(err instanceof TypeError)) { reader.cancel().catch(() => {}); throw err; }
+        cut = err.message;
+        if (size == null) throw new InputError(`${url} was cut after ${loaded} bytes (${err.message}); its size is unknown, so it cannot resume: retry`);
+      }
+    }
+  }
+}
+
+/**
+ * A Response body of unknown layout (no byte ranges to plan from) kept as a Blob without
+ * holding it: its chunks go to the browser's blob store in parts of at most BLOB_CHUNK bytes.
+ * @param {AsyncIterable<{bytes: Uint8Array}>} chunks @param {{hold: Function, release: Function} | null} meter
+ * @returns {Promise<Blob>}
+ */
+export async function blobOf(chunks, meter = null) {
+  const parts = [];
+  let batch = [];
+  let held = 0;
+  const flush = () => {
+    if (batch.length) parts.push(new Blob(batch));
+    meter?.release(held);
+    batch = [];
+    held = 0;
+  };
+  for await (const { bytes } of chunks) {
+    batch.push(bytes.slice());
+    held += bytes.byteLength;
+    meter?.hold(bytes.byteLength);
+    if (held >= BLOB_CHUNK) flush();
+  }
+  flush();
+  return new Blob(parts);
+}
+
+/**
+ * A streamed file whose chunks must hold the bytes read before at `held` (`[{start, bytes}]`:
+ * the ranges a plan was made from); a chunk that differs is an InputError (the file changed).
+ */
+export class CheckedFile {
+  /** @param {UrlFile | BlobFile} file @param {{start: number, bytes: Uint8Array}[]} held */
+  constructor(file, held) {
+    this.file = file;
+    this.held = held;
+    this.name = file.name;
+    this.size = file.size;
+  }
+
+  readSync(start, stop) { return this.file.readSync(start, stop); }
+
+  async* chunks(onBytes, options) {
+    for await (const chunk of this.file.chunks(onBytes, options)) {
+      const end = chunk.offset + chunk.bytes.byteLength;
+      for (const h of this.held) {
+        const a = Math.max(h.start, chunk.offset);
+        const b = Math.min(h.start + h.bytes.byteLength, end);
+        for (let i = a; i < b; i++) {
+          if (chunk.bytes[i - chunk.offset] !== h.bytes[i - h.start]) {
+            throw new InputError(`${this.name} changed on the server after its plan was read (byte ${i} differs); load it again`);
+          }
+        }
+      }
+      yield chunk;
+    }
+  }
+}
