@@ -79,6 +79,7 @@ fixtures: venv
 	$(BIN)/pip install -q -e '.[export]'
 	$(BIN)/python tools/export_fixtures.py --out tests/fixtures
 	$(BIN)/python tools/export_decoder.py --out tests/fixtures
+	$(BIN)/python tools/export_srvgg.py --out tests/fixtures
 	$(BIN)/python tools/export_tiny_vlm.py --out tests/fixtures/tiny_vlm
 	$(BIN)/python tools/export_gemma4.py --out tests/fixtures/gemma4
 	$(BIN)/python tools/export_gemma4.py --model-folder tests/fixtures/gemma4/model
@@ -176,22 +177,37 @@ conformance-web: web
 	@test -f $(CATALOG)/manifest.json || { echo "no catalog in $(CATALOG): make catalog"; exit 2; }
 	WEBPTE_CATALOG=$(CATALOG) node --test --test-concurrency=1 tests/browser/catalog.test.mjs
 
-# Real-size programs (not in CI: each export takes minutes and writes 0.4-1 GB): random-weight
-# int8 decoders of the published LLM shapes (tools/decoder_model.py REAL_SIZE) exported into
-# build/real_size, then run natively within WebGPU's default limits (weights past a 128 MiB
-# binding split) against their eager outputs. REAL_SIZE_LAYERS=2 cuts each to two layers.
-.PHONY: real-size
+# Real-size programs (not in CI: each export takes minutes and writes 0.2-1 GB): random-weight
+# decoders of the published LLM shapes (tools/decoder_model.py REAL_SIZE), two-pass int8 (q8)
+# and 4-bit weight-only group-wise (w4; or 8da4w) linears, exported into build/real_size, then
+# run natively within WebGPU's default limits (weights past a 128 MiB binding split) against
+# their eager outputs. REAL_SIZE_LAYERS=2 cuts each to two layers.
+.PHONY: real-size sr
 REAL_SIZE ?= llama1b qwen3_0_6b gemma3_1b
+REAL_SIZE_QUANT ?= q8 w4
 REAL_SIZE_LAYERS ?=
 real-size: $(VENV)/.export-deps
 	@mkdir -p $(XDG_RUNTIME_DIR) build/real_size
-	set -e; for s in $(REAL_SIZE); do \
-	  $(BIN)/python tools/export_decoder.py --real-size $$s --out build/real_size \
+	set -e; for s in $(REAL_SIZE); do for q in $(REAL_SIZE_QUANT); do \
+	  $(BIN)/python tools/export_decoder.py --real-size $$s --quant $$q --out build/real_size \
 	    $(if $(REAL_SIZE_LAYERS),--layers $(REAL_SIZE_LAYERS)); \
-	done
-	set -e; for f in build/real_size/*_q8.pte; do \
+	done; done
+	set -e; for f in $(REAL_SIZE_PTES); do \
 	  $(BIN)/webpte run $$f --inputs $${f%.pte}.npz --limits default --tolerance 2e-3; \
 	done
+REAL_SIZE_PTES = $(foreach s,$(REAL_SIZE),$(foreach q,$(REAL_SIZE_QUANT),\
+  build/real_size/$(s)_$(or $(REAL_SIZE_LAYERS),*)l_$(q).pte))
+
+# A Real-ESRGAN x4v3-shaped super-resolution net (SRVGGNetCompact: 32 body convs + PReLU,
+# pixel_shuffle, nearest-upsampled input added; random weights) on a 256x256 image, exported
+# into build/sr and run natively against eager (not in CI: the export takes minutes).
+SR_CONVS ?= 32
+SR_SIZE ?= 256
+sr: $(VENV)/.export-deps
+	@mkdir -p $(XDG_RUNTIME_DIR) build/sr
+	$(BIN)/python tools/export_srvgg.py --convs $(SR_CONVS) --size $(SR_SIZE) --out build/sr
+	$(BIN)/webpte run build/sr/srvgg_x4_$(SR_CONVS)c_$(SR_SIZE).pte \
+	  --inputs build/sr/srvgg_x4_$(SR_CONVS)c_$(SR_SIZE).npz --tolerance 1e-4
 
 # Long sessions natively: decode steps of the tiny q8 decoder create no GPU buffer or bind
 # group after load and RSS stays flat (tests/test_soak.py; CI runs 50 steps).

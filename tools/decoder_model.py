@@ -47,7 +47,12 @@ class DecoderConfig:
     window: int = 4
     norm_eps: float = 1e-5
     rope_theta: float = 100000.0
-    q8: bool = True  # two-pass int8 linears; False keeps f32 nn.Linear
+    q8: bool = True  # two-pass int8 linears; False keeps f32 nn.Linear (or q4's)
+    # 4-bit group-wise symmetric linears (q8 False): "w4" weight-only (et_vk.linear_q4gsw),
+    # "8da4w" with dynamic int8 activations (et_vk.linear_dq8ca_q4gsw); "" none
+    q4: str = ""
+    group_size: int = 32  # of q4's weight groups along K
+    qk_norm: bool = False  # RMSNorm of q and k per head before rope (Qwen3, Gemma 3)
     sink: bool = True  # constant K/V for row 0 when input_pos == 0
     seed: int = 0  # random weights, sink K/V and calibration windows
 
@@ -85,7 +90,13 @@ SMOLLM2_135M = DecoderConfig(
 
 
 # Real-size shapes of the published WebGPU LLM programs (random weights, this recipe: int8
-# two-pass linears, windowed, sink row), cut to `layers` by `real_size(name, layers)`.
+# two-pass linears or 4-bit, windowed, sink row), cut to `layers` by `real_size(name, layers)`.
+# Embeddings (and so a tied head's sharing, Gemma's embedding scale) are the host's; the
+# context of 512 is Gemma 3's sliding window, so its local layers attend as the global ones
+# (their rope base, 10,000 against 1,000,000, is not reproduced). ExecuTorch 1.5.1's llama
+# Transformer has no Gemma 3 layer (gelu-tanh feed-forward, norms after attention and after the
+# feed-forward): the gemma3_1b shape has Gemma's widths, heads, vocab and q/k norms on a SiLU
+# llama layer.
 REAL_SIZE = {
     # Llama-3.2-1B: width 2048, 32/8 heads, hidden 8192, vocab 128,256 (int8 head 262.7 MB)
     "llama1b": DecoderConfig(dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, head_dim=64,
@@ -94,17 +105,23 @@ REAL_SIZE = {
     # Qwen3-0.6B's widths: 1024, 16/8 heads of 128, hidden 3072, vocab 151,936
     "qwen3_0_6b": DecoderConfig(dim=1024, n_layers=28, n_heads=16, n_kv_heads=8, head_dim=128,
                                 hidden_dim=3072, vocab_size=151936, max_context_len=512,
-                                rope_theta=1000000.0),
+                                norm_eps=1e-6, rope_theta=1000000.0, qk_norm=True),
     # Gemma-3-1B's widths: 1152, 4/1 heads of 256, hidden 6912, vocab 262,144 (int8 head 302 MB)
     "gemma3_1b": DecoderConfig(dim=1152, n_layers=26, n_heads=4, n_kv_heads=1, head_dim=256,
                                hidden_dim=6912, vocab_size=262144, max_context_len=512,
-                               rope_theta=1000000.0),
+                               norm_eps=1e-6, rope_theta=1000000.0, qk_norm=True),
 }
 
 
-def real_size(name: str, layers: int | None = None) -> DecoderConfig:
-    """A REAL_SIZE shape, with `layers` layers (default: all of them)."""
-    config = REAL_SIZE[name]
+QUANTS = ("q8", "w4", "8da4w")
+
+
+def real_size(name: str, layers: int | None = None, quant: str = "q8") -> DecoderConfig:
+    """A REAL_SIZE shape, with `layers` layers (default: all of them), its linears `quant`
+    (QUANTS: two-pass int8, 4-bit weight-only, 4-bit with dynamic int8 activations)."""
+    if quant not in QUANTS:
+        raise ValueError(f"quant {quant!r}: one of {QUANTS}")
+    config = replace(REAL_SIZE[name], q8=quant == "q8", q4="" if quant == "q8" else quant)
     return config if layers is None else replace(config, n_layers=layers)
 
 
@@ -126,6 +143,8 @@ def model_args(config: DecoderConfig) -> ModelArgs:
         use_sdpa_with_kv_cache_op=True,
         use_hf_rope=True,
         rope_theta=config.rope_theta,
+        use_qk_norm=config.qk_norm,
+        qk_norm_before_rope=True,
         apply_embedding=False,
         # Makes rope slice its table with narrow(start_pos), which the hf-rope fusion needs;
         # the export itself stays static.
@@ -273,7 +292,7 @@ def random_weights(config: DecoderConfig) -> dict[str, torch.Tensor]:
         ref = construct_transformer(model_args(config))
     out = {}
     for name, p in ref.state_dict().items():
-        if name.endswith("norm.weight"):
+        if name.endswith(("norm.weight", "norm_fn.weight")):
             out[name] = 1.0 + 0.1 * torch.randn(p.shape, generator=gen)
         elif p.dim() == 2:
             bound = p.shape[1] ** -0.5
@@ -395,8 +414,31 @@ def build_decoder(
         quantize_linears(
             model, calibration if calibration is not None else calibration_windows(config)
         )
+    elif config.q4:
+        quantize_linears_q4(model, config.q4, config.group_size)
     model.reset_caches()
     return model
+
+
+def quantize_linears_q4(model: nn.Module, how: str, group_size: int) -> None:
+    """torchao's int4 group-wise linears, as ExecuTorch's llama export makes them: "w4"
+    (qmode 4w: IntxWeightOnlyConfig) or "8da4w" (Int8DynamicActivationIntxWeightConfig)."""
+    from torchao.quantization import (
+        Int8DynamicActivationIntxWeightConfig,
+        IntxWeightOnlyConfig,
+        quantize_,
+    )
+    from torchao.quantization.granularity import PerGroup
+
+    if how == "w4":
+        q_config = IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(group_size))
+    elif how == "8da4w":
+        q_config = Int8DynamicActivationIntxWeightConfig(
+            weight_dtype=torch.int4, weight_granularity=PerGroup(group_size))
+    else:
+        raise ValueError(f"q4 {how!r}: 'w4' or '8da4w'")
+    with torch.no_grad():
+        quantize_(model, q_config, filter_fn=lambda m, _fqn: isinstance(m, nn.Linear))
 
 
 @torch.no_grad()

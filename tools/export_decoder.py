@@ -34,6 +34,7 @@ from executorch.exir._serialize._program import deserialize_pte_binary
 from executorch.extension.llm.export.builder import DType, LLMEdgeManager
 
 from decoder_model import (
+    QUANTS,
     REAL_SIZE,
     SMOLVLM,
     TINY,
@@ -206,7 +207,8 @@ def _describe_evalue(val) -> str:
 def export_one(name: str, config: DecoderConfig, out_dir: Path) -> dict:
     t = time.perf_counter()
     model = build_decoder(config)
-    log(f"{name}: built ({'q8' if config.q8 else 'f32'}, {config.n_layers} layers)")
+    quant = "q8" if config.q8 else (config.q4 or "f32")
+    log(f"{name}: built ({quant}, {config.n_layers} layers)")
     n_calls = write_reference(model, out_dir / f"{name}.npz")
     log(f"{name}: reference, {n_calls} calls")
     export_program(model, name, out_dir / f"{name}.pte")
@@ -227,7 +229,7 @@ def report(name: str, config: DecoderConfig, info: dict) -> None:
     print(f"  method inputs {info['method_inputs']}")
     print(f"  graph input_ids {info['graph_inputs']}")
     print(f"  constant methods {info['constant_methods']}")
-    if not config.q8:  # f32 linears: not comparable with the published q8 program
+    if not config.q8:  # f32 or 4-bit linears: not comparable with the published q8 program
         for op, n in sorted(info["histogram"].items()):
             print(f"  {op:50s} {n:6d}")
         return
@@ -256,8 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--real-size", choices=sorted(REAL_SIZE), metavar="SHAPE",
         help=f"export a real-size shape ({', '.join(sorted(REAL_SIZE))}) into --out instead "
-        "of the committed fixtures, as SHAPE_LAYERSl_q8",
+        "of the committed fixtures, as SHAPE_LAYERSl_QUANT",
     )
+    parser.add_argument("--quant", choices=QUANTS, default="q8",
+                        help="with --real-size: two-pass int8 linears (q8), 4-bit weight-only "
+                        "group-wise (w4: linear_q4gsw) or 8da4w (linear_dq8ca_q4gsw)")
     parser.add_argument("--layers", type=int, default=None,
                         help="with --real-size: this many layers (default: the model's)")
     args = parser.parse_args(argv)
@@ -266,9 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
 
     if args.real_size:
-        config = real_size(args.real_size, args.layers)
+        config = real_size(args.real_size, args.layers, args.quant)
         args.out.mkdir(parents=True, exist_ok=True)
-        export_one(f"{args.real_size}_{config.n_layers}l_q8", config, args.out)
+        export_one(f"{args.real_size}_{config.n_layers}l_{args.quant}", config, args.out)
         return 0
     names = [args.only] if args.only else list(FIXTURES)
     if args.full and not args.only:
