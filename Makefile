@@ -36,7 +36,7 @@ run: setup
 test: setup model test-web test-demo
 	@mkdir -p $(XDG_RUNTIME_DIR)
 	$(BIN)/ruff check py tests
-	WEBPTE_REQUIRE_ADAPTER=$${WEBPTE_REQUIRE_ADAPTER:-1} $(BIN)/pytest -q
+	WEBPTE_REQUIRE_ADAPTER=$${WEBPTE_REQUIRE_ADAPTER:-1} $(BIN)/pytest -q --durations=15
 
 inspect: setup
 	$(BIN)/webpte inspect $(MAIN_FIXTURE).pte
