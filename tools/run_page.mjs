@@ -152,7 +152,8 @@ async function main() {
     });
     const mb = (n) => (n == null ? '?' : `${(n / 2 ** 20).toFixed(1)} MiB`);
     console.log(`worker memory: peak JS heap (with ArrayBuffers) during the load ${mb(peakHeap)}, wasm heap ${mb(result.heap?.wasmHeapBytes)}, `
-      + `largest chunk held ${mb(st.largest_chunk ?? null)} (${st.streamed ? 'streamed' : 'whole file'})`);
+      + `constants held at once ${mb(st.largest_held ?? null)} (${st.streamed ? `streamed: largest chunk ${mb(st.largest_chunk)}, `
+        + `largest whole-tensor piece ${mb(st.largest_piece)}` : 'the whole file'})`);
   } finally {
     await s.close();
   }

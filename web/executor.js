@@ -259,7 +259,11 @@ export class Executor {
     /** Milliseconds spent at load: buffers + uploads, kernels (compile + pipelines), bind groups. */
     this.timings = {
       buffers_ms: t1 - t0, pipelines_ms: t2 - t1, bind_groups_ms: performance.now() - t2,
-      streamed: Boolean(streamed), largest_chunk: streamed ? meter.peak : Math.max(0, ...(files ?? []).map((f) => f.byteLength)),
+      // bytes of constants the loader held at once: the most, the largest file chunk, the
+      // largest whole-tensor piece (a conversion's input and output)
+      streamed: Boolean(streamed), largest_held: streamed ? meter.peak : Math.max(0, ...(files ?? []).map((f) => f.byteLength)),
+      largest_chunk: streamed ? meter.chunk : Math.max(0, ...(files ?? []).map((f) => f.byteLength)),
+      largest_piece: streamed ? meter.piece : null,
     };
   }
 

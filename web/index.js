@@ -57,10 +57,14 @@ export { listCachedModels, hasModelInCache, deleteModelFromCache } from './cache
  *   data files (`.ptd`) the program keeps constants in (ExecuTorch external constants), as URLs
  *   or bytes; a constant none of them holds is an ExternalDataError naming its key (a program
  *   with data files is not preflighted)
+ * @param {number} [options.chunkBytes] bytes a streamed file is read in (HTTP Range requests of
+ *   a preflighted URL, slices of a File/Blob; default 8 MiB): what the loader holds of the
+ *   weights at once is about two chunks plus the largest tensor it converts. A URL is streamed
+ *   into the GPU buffers; only an ArrayBuffer or TypedArray source is held whole
  * @returns {Promise<Program>}
  * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | InputError | ExternalDataError | WorkerError}
  */
-export async function loadProgram(source, { method = 'forward', plan = null, fusion = 'all', onProgress, transfer = false, poison = false, preflight = true, limits = null, autotune = false, data = [] } = {}) {
+export async function loadProgram(source, { method = 'forward', plan = null, fusion = 'all', onProgress, transfer = false, poison = false, preflight = true, limits = null, autotune = false, data = [], chunkBytes = undefined } = {}) {
   if (source instanceof URL) source = source.href;
   data = dataSources(data);
   const isBytes = source instanceof ArrayBuffer || ArrayBuffer.isView(source)
@@ -71,7 +75,8 @@ export async function loadProgram(source, { method = 'forward', plan = null, fus
   const client = runtime();
   if (typeof source === 'string') source = resolveURL(source);
   const moved = transfer && source instanceof ArrayBuffer ? [source] : [];
-  const info = await client.request('load', { source, data, method, plan, fusion, poison, preflight: !!preflight, limits, autotune: !!autotune }, { onEvent: onProgress, transfer: moved });
+  if (chunkBytes !== undefined && !(Number.isSafeInteger(chunkBytes) && chunkBytes > 0)) throw new InputError('chunkBytes is a positive number of bytes');
+  const info = await client.request('load', { source, data, method, plan, fusion, poison, preflight: !!preflight, limits, autotune: !!autotune, chunkBytes }, { onEvent: onProgress, transfer: moved });
   return new Program(client, info);
 }
 

@@ -11,7 +11,7 @@ import { AdapterLimitsError, WebpteError } from './errors.js';
 import { CACHE_NAME, LocalFolder } from './files.js';
 import { plannerLimits, resolveLimits } from './limits.js';
 import { callPy, planFeatures, sharedDevice } from './runtime.js';
-import { CheckedFile, UrlFile } from './sources.js';
+import { CheckedFile, RangedFile } from './sources.js';
 
 const MIN_READ = 4096; // a read extends to at least this many bytes: headers come with what follows
 
@@ -226,13 +226,14 @@ export async function preflightModel(folder, manifest, { glue, fusion = 'all', c
  * null when the preflight made none. The plan is taken out of `preflighted`.
  * @param {object | null} preflighted preflightProgram's answer
  * @param {string} url @param {string[]} data the data files' URLs, in the preflight's order
- * @returns {{files: import('./sources.js').UrlFile[], planned: object} | null}
+ * @param {{chunkBytes?: number}} [options] bytes a Range request reads
+ * @returns {{files: CheckedFile[], planned: object} | null}
  */
-export function streamPlanned(preflighted, url, data = []) {
+export function streamPlanned(preflighted, url, data = [], { chunkBytes } = {}) {
   const planned = preflighted?.planned ?? null;
   if (!planned || !preflighted.ranges) return null;
   delete preflighted.planned;
-  const file = (u, ranges) => new CheckedFile(new UrlFile(u, ranges.size, (a, b) => ranges.read(a, b)), ranges.held);
+  const file = (u, ranges) => new CheckedFile(new RangedFile(u, ranges.size, (a, b) => ranges.read(a, b), { chunkBytes }), ranges.held);
   const files = [file(url, preflighted.ranges), ...preflighted.dataHeld.map((d, k) => file(data[k], d.ranges))];
   const { plan_ms, plan_total_ms, bytes_read } = preflighted;
   return { files, planned: { ...planned, plan_ms, plan_total_ms, bytes_read } };

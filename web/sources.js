@@ -3,7 +3,8 @@
 // (`chunks`). A file is never held whole unless the caller gave it in memory:
 //   BytesFile  an ArrayBuffer the caller gave (views of it, nothing copied)
 //   BlobFile   a File/Blob, or a cached Response's body (slices read on demand)
-//   UrlFile    a URL whose server serves byte ranges: the body streamed, a cut body resumed
+//   RangedFile a URL whose server serves byte ranges: read in Range requests of bounded size
+//   UrlFile    a URL read as one body stream (a server without ranges: see blobOf)
 // `chunks(onBytes)` reports each chunk's size (progress) and `meter` counts what it holds.
 
 import { InputError } from './errors.js';
@@ -33,11 +34,12 @@ export class BytesFile {
 
 /** A File/Blob (a local file, or a cached Response's body): ranges read on demand. */
 export class BlobFile {
-  /** @param {Blob} blob @param {string} name */
-  constructor(blob, name) {
+  /** @param {Blob} blob @param {string} name @param {{chunkBytes?: number}} [options] */
+  constructor(blob, name, { chunkBytes = BLOB_CHUNK } = {}) {
     this.blob = blob;
     this.size = blob.size;
     this.name = name;
+    this.chunkBytes = chunkBytes;
   }
 
   /** Synchronous (FileReaderSync: workers only), for Python's planner. */
@@ -46,10 +48,10 @@ export class BlobFile {
   }
 
   async* chunks(onBytes = () => {}, { meter = null } = {}) {
-    for (let at = 0; at < this.size; at += BLOB_CHUNK) {
+    for (let at = 0; at < this.size; at += this.chunkBytes) {
       let bytes;
       try {
-        bytes = new Uint8Array(await this.blob.slice(at, at + BLOB_CHUNK).arrayBuffer());
+        bytes = new Uint8Array(await this.blob.slice(at, at + this.chunkBytes).arrayBuffer());
       } catch (err) {
         throw new InputError(`${this.name} could not be read at byte ${at} (${err.message}); load it again`);
       }
@@ -60,6 +62,80 @@ export class BlobFile {
       } finally {
         meter?.release(bytes.byteLength);
       }
+    }
+  }
+}
+
+/**
+ * A file at a URL whose server serves byte ranges, read in Range requests of `chunkBytes`
+ * (one ahead of the chunk being written: at most two held). A request that fails or comes
+ * back short is made again, up to `attempts` times a chunk.
+ */
+export class RangedFile {
+  /**
+   * @param {string} url @param {number} size
+   * @param {(start: number, stop: number) => Uint8Array} readSync Python's ranges (the preflight's)
+   * @param {{chunkBytes?: number, attempts?: number}} [options]
+   */
+  constructor(url, size, readSync, { chunkBytes = BLOB_CHUNK, attempts = 4 } = {}) {
+    this.url = url;
+    this.name = url;
+    this.size = size;
+    this.readSync = readSync;
+    this.chunkBytes = chunkBytes;
+    this.attempts = attempts;
+    this.etag = null;
+  }
+
+  async #range(start, stop) {
+    let why = '';
+    for (let attempt = 1; attempt <= this.attempts; attempt++) {
+      let resp;
+      try {
+        resp = await fetch(this.url, { headers: { range: `bytes=${start}-${stop - 1}` } });
+      } catch (err) {
+        why = err.message;
+        continue;
+      }
+      const range = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(resp.headers.get('content-range') ?? '');
+      const etag = resp.headers.get('etag');
+      if (resp.status !== 206 || (range && (Number(range[1]) !== start || (range[3] !== '*' && Number(range[3]) !== this.size)))
+          || (this.etag !== null && etag !== this.etag)) {
+        await resp.body?.cancel();
+        throw new InputError(`${this.url} answered a Range request for bytes ${start}..${stop} with HTTP ${resp.status}`
+          + `${range ? ` (${range[0]})` : ''}: it changed on the server or stopped serving ranges; load it again`);
+      }
+      this.etag = etag;
+      try {
+        const bytes = new Uint8Array(await resp.arrayBuffer());
+        if (bytes.byteLength === stop - start) return bytes;
+        why = `${bytes.byteLength} of ${stop - start} bytes came`;
+      } catch (err) {
+        why = err.message;
+      }
+    }
+    throw new InputError(`${this.url}: bytes ${start}..${stop} could not be read in ${this.attempts} requests (${why}); the download was cut, retry`);
+  }
+
+  async* chunks(onBytes = () => {}, { meter = null } = {}) {
+    const read = (a) => {
+      const p = this.#range(a, Math.min(a + this.chunkBytes, this.size)).then((b) => { meter?.hold(b.byteLength); return b; });
+      p.catch(() => {}); // awaited below; a read ahead nobody awaits must not be an unhandled rejection
+      return p;
+    };
+    let next = this.size ? read(0) : null;
+    for (let at = 0; at < this.size;) {
+      const bytes = await next;
+      const end = at + bytes.byteLength;
+      next = end < this.size ? read(end) : null;
+      onBytes(bytes.byteLength);
+      try {
+        yield { offset: at, bytes };
+      } finally {
+        meter?.release(bytes.byteLength);
+        if (next) next.then(() => {}, () => {}); // released with its chunk if the caller stops
+      }
+      at = end;
     }
   }
 }

@@ -15,11 +15,16 @@ export class HeldMeter {
   constructor() {
     this.now = 0;
     this.peak = 0;
+    /** the largest file chunk, and the largest whole-tensor piece (with its converted copy) */
+    this.chunk = 0;
+    this.piece = 0;
   }
 
-  hold(n) {
+  /** @param {number} n @param {'chunk' | 'piece'} [kind] */
+  hold(n, kind = 'chunk') {
     this.now += n;
     this.peak = Math.max(this.peak, this.now);
+    if (kind === 'chunk') this.chunk = Math.max(this.chunk, n);
   }
 
   release(n) { this.now -= n; }
@@ -145,13 +150,14 @@ export class StreamedUpload {
     if (whole) {
       if (!whole.bytes) {
         whole.bytes = new Uint8Array(whole.need);
-        this.meter.hold(whole.need);
+        this.meter.hold(whole.need, 'piece');
       }
       whole.bytes.set(data, seg.at + from);
       whole.got += data.byteLength;
       if (whole.got === whole.need) {
         const src = convertInit(whole.init, whole.bytes, whole.label);
-        if (src !== whole.bytes) this.meter.hold(src.byteLength);
+        if (src !== whole.bytes) this.meter.hold(src.byteLength, 'piece');
+        this.meter.piece = Math.max(this.meter.piece, whole.need + (src !== whole.bytes ? src.byteLength : 0));
         writeChunked(this.queue, whole.target, 0, src);
         this.written += src.byteLength;
         if (src !== whole.bytes) this.meter.release(src.byteLength);

@@ -22,10 +22,10 @@ let nextHandle = 1;
  * BlobFile (a File/Blob; a URL whose server serves no byte ranges is first streamed into a
  * Blob, which the browser keeps outside this heap): web/sources.js.
  */
-async function fileOf(source, emit) {
+async function fileOf(source, emit, chunkBytes) {
   if (source instanceof ArrayBuffer) return source;
   if (ArrayBuffer.isView(source)) return source.buffer.slice(source.byteOffset, source.byteOffset + source.byteLength);
-  if (typeof Blob !== 'undefined' && source instanceof Blob) return new BlobFile(source, source.name || 'the program Blob');
+  if (typeof Blob !== 'undefined' && source instanceof Blob) return new BlobFile(source, source.name || 'the program Blob', { chunkBytes });
   if (typeof source !== 'string') throw new InputError('a program source is a URL string, an ArrayBuffer, a TypedArray or a File/Blob');
   let loaded = 0;
   const url = new UrlFile(source, null, null);
@@ -33,15 +33,15 @@ async function fileOf(source, emit) {
     loaded += n;
     emit({ stage: 'fetch', loaded, total: url.size ?? 0 });
   }));
-  return new BlobFile(blob, source);
+  return new BlobFile(blob, source, { chunkBytes });
 }
 
 /** The external data files of a program: `{name, bytes}` each (name: the URL). */
-async function fetchData(data, emit) {
+async function fetchData(data, emit, chunkBytes) {
   const out = [];
   for (const [k, source] of data.entries()) {
     const name = typeof source === 'string' ? source : `data file ${k + 1}`;
-    out.push({ name, bytes: await fileOf(source, (e) => emit({ ...e, file: name })) });
+    out.push({ name, bytes: await fileOf(source, (e) => emit({ ...e, file: name }), chunkBytes) });
   }
   return out;
 }
@@ -63,8 +63,8 @@ function streamProgress(files, emit) {
 const models = modelHandlers();
 
 const handlers = {
-  /** {source, data?, method?, plan?, fusion?, poison?, preflight?, limits?, autotune?} -> {handle, method, inputs, outputs, stats} */
-  async load({ source, data = [], method = 'forward', plan = null, fusion = 'all', poison = false, preflight = true, limits = null, autotune = false }, emit) {
+  /** {source, data?, method?, plan?, fusion?, poison?, preflight?, limits?, autotune?, chunkBytes?} -> {handle, method, inputs, outputs, stats} */
+  async load({ source, data = [], method = 'forward', plan = null, fusion = 'all', poison = false, preflight = true, limits = null, autotune = false, chunkBytes = undefined }, emit) {
     const t0 = performance.now();
     const caps = resolveLimits(limits);
     if (!Array.isArray(data)) throw new InputError('data is a list of external data files (.ptd): URLs, ArrayBuffers, TypedArrays or Blobs');
@@ -75,7 +75,7 @@ const handlers = {
       : null;
     // Planned by the preflight: the files stream into the GPU buffers, checked against the
     // ranges the plan was read from as they pass.
-    const streamed = streamPlanned(preflighted, source, data);
+    const streamed = streamPlanned(preflighted, source, data, { chunkBytes });
     let bytes;
     let dataFiles;
     let reused;
@@ -84,8 +84,8 @@ const handlers = {
       dataFiles = dataFiles.map((f) => ({ name: f.name, bytes: f }));
       reused = streamed.planned;
     } else {
-      bytes = await fileOf(source, emit);
-      dataFiles = await fetchData(data, emit);
+      bytes = await fileOf(source, emit, chunkBytes);
+      dataFiles = await fetchData(data, emit, chunkBytes);
       reused = bytes instanceof ArrayBuffer && takePlan(preflighted, bytes, dataFiles.map((f) => f.bytes));
     }
     const fetch_ms = performance.now() - t0;

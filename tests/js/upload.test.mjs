@@ -76,7 +76,7 @@ for (const chunk of [1, 3, 4, 7, 64, 1001, 1 << 20]) {
     // held: a chunk, plus the largest piece needing its whole tensor and its converted copy
     const piece = Math.max(...inits.map((init, i) => (init.convert || init.interleave || i === 5
       ? expected(file, init).byteLength + want[i].byteLength + 8 : 0)));
-    assert.ok(meter.peak <= chunk + piece, `held ${meter.peak} bytes, bound ${chunk + piece}`);
+    assert.ok(meter.peak <= chunk + piece && meter.chunk <= chunk, `held ${meter.peak} bytes, bound ${chunk + piece}`);
     assert.equal(meter.now, 0);
   });
 }
