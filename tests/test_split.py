@@ -129,3 +129,26 @@ def test_a_split_4bit_plan_binds_within_the_limit_and_gives_the_same_bits(gpu, r
     assert parts and all(len(p["parts"]) == 2 for p in parts)
     x = rng.standard_normal((5, 64)).astype(np.float32)
     assert_plans_bitwise(graph, blob, [x], {"whole": lower(graph), "split": cut}, rel=1e-6)
+
+
+def test_gemma3_1b_4bit_head_splits_in_two_at_webgpus_default_binding():
+    """The 4-bit head of a Gemma-3-1B-shaped program (vocab 262,144 x 1152, groups of 32:
+    W 151 MB, scales [36, 262144] 37.7 MB) at 128 MiB: 233,016 + 29,128 rows, each block's
+    scales 36 runs of the file (the graph's dims and byte ranges only; no data)."""
+    from webpte.pte.graph import ConstantRef, DType, Graph, OpCall, TensorValue
+
+    v, k, g = 262144, 1152, 36
+    values = [TensorValue(DType.FLOAT32, (1, k)), TensorValue(DType.UINT8, (v, k // 2), 0),
+              TensorValue(DType.FLOAT32, (g, v), 1), 32, None,
+              TensorValue(DType.FLOAT32, (1, v))]
+    constants = [ConstantRef(4096, v * k // 2), ConstantRef(4096 + v * k // 2, 4 * g * v)]
+    graph = Graph(values, [OpCall("et_vk.linear_q4gsw.default", (0, 1, 2, 3, 4, 5))], [0], [5],
+                  constants)
+    split = split_large_weights(graph)
+    blocks = [op for op in split.chain if op.name == "et_vk.linear_q4gsw.default"]
+    assert [split.tensor(op.args[1]).dims[0] for op in blocks] == [233016, 29128]
+    second = split.constants[split.tensor(blocks[1].args[2]).constant_id]
+    assert second.ranges()[:2] == [(4096 + v * k // 2 + 4 * 233016, 4 * 29128),
+                                   (4096 + v * k // 2 + 4 * v + 4 * 233016, 4 * 29128)]
+    assert len(second.ranges()) == g
+    assert split.chain[-1].name == "aten.cat.default"
