@@ -22,23 +22,11 @@ from webpte.errors import PlanError, PteFormatError, UnsupportedOpError
 
 SEEDS = range(9000, 9012)
 WAYS = ("webgpu", "portable", "alias")
-UNUSED_INPUT = ("an input the delegate call does not take (never read, or read only by dead "
-                "code) is refused as a malformed .pte (PteFormatError)")
 BAKED = ("ExecuTorch 1.5.1 bakes a buffer read in one delegate and written in another into the "
          "first as a constant: the exported program reads zeros in the second call")
 # (seed or fixture, way): the bug, until it is fixed.
 KNOWN: dict[tuple[int | str, str], str] = {
-    (9011, "webgpu"): UNUSED_INPUT,
-    (9011, "alias"): UNUSED_INPUT,
-    ("unused_input", "webgpu"): UNUSED_INPUT,
-    ("unused_input", "alias"): UNUSED_INPUT,
-    ("output_is_input", "webgpu"): "a method output that is a method input (an identity "
-                                   "slice) is refused as a malformed .pte (PteFormatError)",
-    ("output_is_input", "alias"): "a method output that is a method input (an identity "
-                                  "slice) is refused as a malformed .pte (PteFormatError)",
     **{("buffer_baked_into_delegate", w): BAKED for w in ("webgpu", "alias")},
-    **{("delegate_args_count", w): "a delegate call passing more values than its graph's "
-       "inputs and outputs is refused as a malformed .pte" for w in ("webgpu", "alias")},
 }
 REGRESSIONS = Path(__file__).parent / "fixtures" / "difftest"
 

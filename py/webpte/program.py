@@ -109,13 +109,19 @@ def method_parts(m: Method) -> tuple[Graph, list[int], list[int], list[int]]:
 
 
 def _one_delegate(m: Method) -> bool:
-    """One VulkanBackend delegate call and nothing else, whose graph outputs are exactly
-    the call's and in which no mutable buffer is written (those need the method graph)."""
+    """One VulkanBackend delegate call and nothing else, which takes every method input,
+    whose graph outputs are exactly the call's and the method's outputs, and in which no
+    mutable buffer is written (the rest needs the method graph: an input nothing reads, an
+    output that is an input)."""
     if len(m.delegate_calls) != 1 or m.kernel_calls or m.host_ops:
         return False
     call = m.delegate_calls[0]
     g = m.graphs.get(call.delegate_index)
     if g is None or len(call.args) != len(g.input_ids) + len(g.output_ids):
+        return False
+    n_in = len(g.input_ids)
+    if (not {io.value_index for io in m.inputs} <= set(call.args[:n_in])
+            or not {io.value_index for io in m.outputs} <= set(call.args[n_in:])):
         return False
     prepacked = {op.args[-1] for op in g.chain if op.name == "et_vk.prepack.default" and op.args}
     return not any(op.args and op.args[-1] in prepacked and op.name != "et_vk.prepack.default"

@@ -181,15 +181,21 @@ class _Builder:
                                  f"VulkanBackend graph", field=f"{self.m.name}.DelegateCall")
         n_in = len(g.input_ids)
         outs = call.args[n_in:]
-        if len(call.args) < n_in or len(outs) > len(g.output_ids):
+        if len(call.args) < n_in:
             raise PteFormatError(f"delegate call passes {len(call.args)} values for a graph "
-                                 f"of {n_in} inputs and {len(g.output_ids)} outputs",
-                                 field=f"{self.m.name}.delegate_call")
+                                 f"of {n_in} inputs", field=f"{self.m.name}.delegate_call")
         remap: dict[int, int] = dict(zip(g.input_ids, call.args[:n_in]))
+        duplicates: list[tuple[int, int]] = []  # (call output, the call output it repeats)
+        if len(outs) > len(g.output_ids):
+            picks = _merged_outputs(g, outs, self.values, self.m.name)
+            first = {k: outs[picks.index(k)] for k in set(picks)}
+            remap.update((g.output_ids[k], v) for k, v in first.items())
+            duplicates = [(o, first[k]) for o, k in zip(outs, picks) if o != first[k]]
         # A graph built without alias_buffer_mutations lists the updated mutable buffers
         # first and the user outputs (what the call passes) last.
-        n_mut = len(g.output_ids) - len(outs)
-        remap.update(zip(g.output_ids[n_mut:], outs))
+        n_mut = max(len(g.output_ids) - len(outs), 0)
+        if not duplicates:
+            remap.update(zip(g.output_ids[n_mut:], outs))
         # A graph value that is an input and an output (a cache the caller passes and gets
         # back updated): the output's method value, holding the input's content first.
         for vid, src in zip(g.input_ids, call.args[:n_in], strict=True):
@@ -217,6 +223,10 @@ class _Builder:
 
         for op in g.chain:
             self.chain.append(OpCall(op.name, tuple(to(a) for a in op.args), len(self.chain)))
+        for dup, src in duplicates:
+            self.values.append(False)
+            flag = len(self.values) - 1
+            self.chain.append(OpCall(_COPY, (dup, src, flag, dup), len(self.chain)))
         for buf, new in _mutations(g, g.output_ids[:n_mut], self.m.name):
             # The update goes back into the buffer, which makes it state (prepacked, then
             # written again).
@@ -280,3 +290,45 @@ def _mutations(g: Graph, updated: list[int], method: str) -> list[tuple[int, int
         free.remove(match)
         pairs.append((match, new))
     return pairs
+
+
+def _merged_outputs(g: Graph, outs: tuple[int, ...], values: list, method: str) -> list[int]:
+    """The graph output each of a call's outputs receives, when the call passes more outputs
+    than the graph has.
+
+    A lowered module that returns one value twice (an index and a copy of it the partition
+    folded away) is serialized with the value listed once (the Vulkan graph builder reads
+    the output node's `all_input_nodes`), while the call still passes a tensor for each
+    place. ExecuTorch's runtimes then write one of them and leave the other unwritten (the
+    Vulkan backend the last outputs, the WebGPU backend the first); webpte writes the value
+    to each. The places are the one assignment in first-appearance order whose dtypes and
+    shapes match; more than one is refused by name.
+    """
+    want = list(g.output_ids)
+    found: list[list[int]] = []
+
+    def fits(vid: int, gid: int) -> bool:
+        a, b = values[vid], g.values[gid]
+        if not (isinstance(a, TensorValue) and isinstance(b, TensorValue)):
+            return type(a) is type(b)
+        ints = (DType.INT32, DType.INT64)
+        return a.dims == b.dims and (a.dtype == b.dtype or {a.dtype, b.dtype} <= set(ints))
+
+    def walk(j: int, seen: int, picks: list[int]) -> None:
+        if len(found) > 1 or len(want) - seen > len(outs) - j:
+            return
+        if j == len(outs):
+            found.append(list(picks))
+            return
+        for k in range(min(seen + 1, len(want))):
+            if fits(outs[j], want[k]):
+                walk(j + 1, max(seen, k + 1), [*picks, k])
+
+    walk(0, 0, [])
+    if len(found) != 1:
+        how = "no" if not found else "more than one"
+        raise UnsupportedOpError(
+            f"{method}: a delegate call passes {len(outs)} outputs for a graph of "
+            f"{len(want)}, and {how} assignment of its outputs to the call's places matches "
+            "their dtypes and shapes", ops=["delegate call outputs"])
+    return found[0]
