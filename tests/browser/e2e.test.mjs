@@ -174,62 +174,33 @@ describe('every fixture program, planned by Python in the page', () => {
 describe('fusion is the planner\'s choice, the outputs are not', () => {
   test('the q8 decoder planned op by op, elementwise-fused and fully fused gives the same bytes', LONG, async () => {
     const entry = manifest.fixtures.find((e) => e.name === 'decoder_q8_tiny');
-    const out = await page.evaluate(async (e) => {
-      const runs = {};
-      for (const fusion of ['none', 'elementwise', 'all']) {
-        const program = await suite.webpte.loadProgram(`/${e.pte}`, { fusion, poison: true });
-        try {
-          const outputs = [];
-          for (const call of e.calls) {
-            const inputs = await Promise.all(call.inputs.map(suite.tensor));
-            const [logits] = await program.run(inputs.map((t) => t.data));
-            outputs.push(Array.from(new Uint32Array(logits.buffer, logits.byteOffset, logits.length)));
-          }
-          runs[fusion] = { dispatches: program.stats.dispatches, features: program.stats.features, outputs };
-        } finally {
-          await program.dispose();
-        }
-      }
-      runs.bad = await suite.errorOf(suite.webpte.loadProgram(`/${e.pte}`, { fusion: 'most' }));
-      return runs;
-    }, entry);
-    assert.ok(out.none.dispatches > out.elementwise.dispatches && out.elementwise.dispatches > out.all.dispatches,
-      JSON.stringify([out.none.dispatches, out.elementwise.dispatches, out.all.dispatches]));
+    const out = await page.evaluate(async (e) => ({
+      ...await suite.runVariants(e, ['none', 'elementwise', 'all'].map((fusion) => [fusion, { fusion }])),
+      bad: await suite.errorOf(suite.webpte.loadProgram(`/${e.pte}`, { fusion: 'most' })),
+    }), entry);
+    const dispatches = ['none', 'elementwise', 'all'].map((f) => out[f].stats.dispatches);
+    assert.ok(dispatches[0] > dispatches[1] && dispatches[1] > dispatches[2], JSON.stringify(dispatches));
     assert.deepEqual(out.elementwise.outputs, out.none.outputs, 'elementwise-fused vs op by op, bit for bit');
     assert.deepEqual(out.all.outputs, out.none.outputs, 'fully fused vs op by op, bit for bit');
     assert.equal(out.bad?.name, 'InputError', JSON.stringify(out.bad));
     // The page tells the planner its adapter (adapter_device:): SwiftShader's int8 linears
     // take the portable dot, which it runs faster than its dot4I8Packed (hints.DRIVER_HINTS).
-    assert.ok(!out.all.features.includes('packed_4x8_integer_dot_product'), JSON.stringify(out.all.features));
+    assert.ok(!out.all.stats.features.includes('packed_4x8_integer_dot_product'), JSON.stringify(out.all.stats.features));
   });
 
   test('limits: a capped binding splits the weights (same bytes); \'default\' makes a device with WebGPU\'s defaults', LONG, async () => {
     const entry = manifest.fixtures.find((e) => e.name === 'decoder_q8_tiny');
-    const out = await page.evaluate(async (e) => {
-      const runs = {};
-      for (const [name, limits] of [['whole', null], ['split', { maxStorageBufferBindingSize: 8192 }], ['default', 'default']]) {
-        const program = await suite.webpte.loadProgram(`/${e.pte}`, { limits, poison: true });
-        try {
-          const outputs = [];
-          for (const call of e.calls) {
-            const inputs = await Promise.all(call.inputs.map(suite.tensor));
-            const [logits] = await program.run(inputs.map((t) => t.data));
-            outputs.push(Array.from(new Uint32Array(logits.buffer, logits.byteOffset, logits.length)));
-          }
-          runs[name] = { dispatches: program.stats.dispatches, binding: program.stats.device_binding_limit, outputs };
-        } finally {
-          await program.dispose();
-        }
-      }
-      runs.bad = await suite.errorOf(suite.webpte.loadProgram(`/${e.pte}`, { limits: 'huge' }));
-      return runs;
-    }, entry);
-    assert.ok(out.split.dispatches > out.whole.dispatches, JSON.stringify([out.whole.dispatches, out.split.dispatches]));
+    const out = await page.evaluate(async (e) => ({
+      ...await suite.runVariants(e, [['whole', { limits: null }], ['split', { limits: { maxStorageBufferBindingSize: 8192 } }],
+        ['default', { limits: 'default' }]]),
+      bad: await suite.errorOf(suite.webpte.loadProgram(`/${e.pte}`, { limits: 'huge' })),
+    }), entry);
+    assert.ok(out.split.stats.dispatches > out.whole.stats.dispatches, JSON.stringify([out.whole.stats.dispatches, out.split.stats.dispatches]));
     assert.deepEqual(out.split.outputs, out.whole.outputs, 'split weights vs whole, bit for bit');
     assert.deepEqual(out.default.outputs, out.whole.outputs, 'a device with the default limits');
-    assert.equal(out.default.binding, 134217728, 'the device was made with the default binding limit');
+    assert.equal(out.default.stats.device_binding_limit, 134217728, 'the device was made with the default binding limit');
     // WebGPU gives a device no less than its default limits: a smaller cap bounds the plan only
-    assert.equal(out.split.binding, 134217728, 'a cap below the default: the default');
+    assert.equal(out.split.stats.device_binding_limit, 134217728, 'a cap below the default: the default');
     assert.equal(out.bad?.name, 'InputError', JSON.stringify(out.bad));
   });
 

@@ -50,6 +50,30 @@ async function checkCalls(program, entry, { calls = entry.calls } = {}) {
   return result;
 }
 
+/**
+ * Load the program of a golden entry once per `[name, options]` of `variants`, run its calls
+ * and keep, per name, the first output's bits (as uint32 words) per call and the program's
+ * stats: for tests that one option changes the plan and not the bytes.
+ */
+async function runVariants(entry, variants) {
+  const runs = {};
+  for (const [name, options] of variants) {
+    const program = await webpte.loadProgram(`/${entry.pte}`, { ...options, poison: true });
+    try {
+      const outputs = [];
+      for (const call of entry.calls) {
+        const inputs = await Promise.all(call.inputs.map(tensor));
+        const [first] = await program.run(inputs.map((t) => t.data));
+        outputs.push(Array.from(new Uint32Array(first.buffer, first.byteOffset, first.byteLength / 4)));
+      }
+      runs[name] = { stats: program.stats, outputs };
+    } finally {
+      await program.dispose();
+    }
+  }
+  return runs;
+}
+
 /** A rejected promise as data: {name, message, isWebpteError, ops}; null if it resolved. */
 async function errorOf(promise) {
   try {
@@ -65,4 +89,4 @@ async function errorOf(promise) {
   }
 }
 
-window.suite = { webpte, tensor, checkCalls, errorOf };
+window.suite = { webpte, tensor, checkCalls, runVariants, errorOf };
