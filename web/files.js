@@ -20,7 +20,8 @@ export async function sha256Hex(bytes) {
 
 const MB = (n) => `${(n / 1e6).toFixed(1)} MB`;
 
-class MissingFile extends Error {}
+/** A file the folder does not have (HTTP 404, or not among the picked files). */
+export class MissingFile extends Error {}
 
 /** Whether a 206 answers `bytes=from-` of a `total`-byte file. */
 function resumes(resp, from, total) {
@@ -247,16 +248,18 @@ function checkSize(spec, bytes) {
  * Events: `fetch` then `verify` ({file, loaded, total, fileLoaded, fileTotal, etaSeconds}).
  * @param {UrlFolder | LocalFolder} folder
  * @param {{name: string, size?: number | null, sha256?: string | null}[]} specs
- * @param {{verify?: boolean, cache?: boolean, emit?: (e: object) => void, have?: Map<string, ArrayBuffer>}} [options]
+ * `progress` (a Progress of stage fetch) counts the bytes in one total with other files.
+ * @param {{verify?: boolean, cache?: boolean, emit?: (e: object) => void, have?: Map<string, ArrayBuffer>,
+ *   progress?: Progress}} [options]
  * @returns {Promise<Map<string, ArrayBuffer>>}
  * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError}
  */
-export async function readModelFiles(folder, specs, { verify = true, cache = true, emit = () => {}, have = new Map() } = {}) {
+export async function readModelFiles(folder, specs, { verify = true, cache = true, emit = () => {}, have = new Map(), progress: shared = null } = {}) {
   const store_ = folder instanceof UrlFolder ? await openCache(cache) : null;
   const out = new Map();
   const fromCache = new Set();
   const fetchAll = async (list) => {
-    const progress = new Progress(emit, { stage: 'fetch' });
+    const progress = shared ?? new Progress(emit, { stage: 'fetch' });
     for (const s of list) progress.expect(s.name, s.size ?? 0);
     const problems = [];
     await Promise.all(list.map(async (spec) => {

@@ -68,7 +68,8 @@ import { imagePixels } from './image.js';
  * @param {object} [options]
  * @param {(event: {stage: 'fetch'|'verify'|'python'|'plan'|'upload'|'compile'|'ready', file?: string,
  *   loaded?: number, total?: number, fileLoaded?: number, fileTotal?: number, etaSeconds?: number | null}) => void}
- *   [options.onProgress] `fetch` and `verify`: `loaded`/`total` bytes over all files of the model,
+ *   [options.onProgress] `fetch`: `loaded`/`total` bytes over all files of the model (the
+ *   programs' bytes count as they stream into the GPU, after `upload`); `verify` of the held files:
  *   `fileLoaded`/`fileTotal` of `file`, `etaSeconds` at the network rate (null until known);
  *   plan/upload/compile come once per program (decoder, then vision)
  * @param {boolean} [options.verify] check pinned sha256 values (default true)
@@ -85,11 +86,15 @@ import { imagePixels } from './image.js';
  *   are not preflighted)
  * @param {boolean} [options.autotune] time the decoder's decode kernel variants on this adapter
  *   once (cached per adapter and program; see loadProgram) and plan the fastest
+ * @param {number} [options.chunkBytes] bytes the programs' files are read in (see loadProgram):
+ *   the decoder and vision programs and their data files stream from the network, the cache
+ *   or the local file into the GPU buffers, checked against their pinned sha256 as they pass
+ *   (a file that fails is neither used nor cached); the other files are held
  * @returns {Promise<Model>}
  * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError | PteFormatError |
  *   UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | WorkerError}
  */
-export async function loadModel(source, { onProgress, verify = true, cache = true, fusion = 'all', preflight = true, limits = null, autotune = false } = {}) {
+export async function loadModel(source, { onProgress, verify = true, cache = true, fusion = 'all', preflight = true, limits = null, autotune = false, chunkBytes = undefined } = {}) {
   let content;
   if (source instanceof URL) source = source.href;
   if (typeof source === 'string') {
@@ -105,7 +110,8 @@ export async function loadModel(source, { onProgress, verify = true, cache = tru
     throw new InputError('loadModel takes a base URL string of a model folder or {files: File[] | FileList}');
   }
   const client = runtime();
-  const info = await client.request('loadModel', { ...content, verify: !!verify, cache: !!cache, fusion, preflight: !!preflight, limits, autotune: !!autotune }, { onEvent: onProgress });
+  if (chunkBytes !== undefined && !(Number.isSafeInteger(chunkBytes) && chunkBytes > 0)) throw new InputError('chunkBytes is a positive number of bytes');
+  const info = await client.request('loadModel', { ...content, verify: !!verify, cache: !!cache, fusion, preflight: !!preflight, limits, autotune: !!autotune, chunkBytes }, { onEvent: onProgress });
   return new Model(client, info);
 }
 

@@ -6,12 +6,15 @@
 import { tokenizersURL } from './assets.js';
 import { recordCachedModel } from './cache.js';
 import { StopText } from './chat.js';
-import { DisposedError, InputError, ModelFolderError } from './errors.js';
+import { DisposedError, HashMismatchError, InputError, ModelFolderError } from './errors.js';
 import { EmbeddingTable, PromptRows } from './embeddings.js';
-import { LocalFolder, UrlFolder, findMeta, readModelFiles } from './files.js';
+import { CACHE_NAME, LocalFolder, UrlFolder, findMeta, readModelFiles } from './files.js';
 import { pixelValues } from './image.js';
 import { resolveLimits } from './limits.js';
-import { preflightModel, takePlan } from './preflight.js';
+import { STREAMED_ROLES, programFiles } from './model_sources.js';
+import { preflightModel } from './preflight.js';
+import { Progress } from './progress.js';
+import { CheckedFile } from './sources.js';
 import { bootPython, callPy, loadExecutor } from './runtime.js';
 import { TextStream, TextTokenizer } from './tokenizer.js';
 
@@ -36,6 +39,21 @@ function parseJSON(buf, name) {
   }
 }
 
+/**
+ * The Ranges (web/preflight.js) each program file of the model was planned from, by file
+ * name: those files stream by Range requests while the preflight's plan is used.
+ */
+function plannedRanges(preflighted, manifest) {
+  const out = new Map();
+  for (const [role, answer] of Object.entries(preflighted ?? {})) {
+    if (!answer?.planned || !answer.ranges) continue;
+    out.set(manifest.files.find((f) => f.role === role).name, answer.ranges);
+    const data = manifest.files.filter((f) => f.role === `${role}_data`);
+    data.forEach((f, k) => out.set(f.name, answer.dataHeld[k].ranges));
+  }
+  return out;
+}
+
 /** A loaded model in the worker. */
 class WorkerModel {
   /** seconds spent running the vision program, all turns together */
@@ -50,7 +68,7 @@ class WorkerModel {
    *   `autotune`: the decoder's decode variant measured (web/autotune.js)
    * @param {(e: object) => void} emit
    */
-  static async load({ base, files, verify = true, cache = true, fusion = 'all', preflight = true, limits = null, autotune = false }, emit) {
+  static async load({ base, files, verify = true, cache = true, fusion = 'all', preflight = true, limits = null, autotune = false, chunkBytes = undefined }, emit) {
     const t0 = performance.now();
     const caps = resolveLimits(limits);
     const folder = files ? new LocalFolder(files) : new UrlFolder(base);
@@ -63,31 +81,71 @@ class WorkerModel {
       'reading the model folder');
     const preflighted = preflight ? await preflightModel(folder, manifest, { glue, fusion, cache, limits: caps }) : null;
     const have = new Map(meta?.bytes ? [[meta.name, meta.bytes]] : []);
-    const bytes = await readModelFiles(folder, manifest.files, { verify, cache, emit, have });
-    if (base && cache) await recordCachedModel(base, manifest.name, manifest.files);
+    // One byte count over every file of the model: the held ones are read first, the
+    // programs' bytes are counted as they stream into the GPU buffers.
+    const progress = new Progress(emit, { stage: 'fetch' });
+    for (const f of manifest.files) progress.expect(f.name, f.size ?? 0);
+    const streamedSpecs = manifest.files.filter((f) => STREAMED_ROLES.includes(f.role));
+    const problems = [];
+    let programs = await programFiles(folder, streamedSpecs, { verify, cache, ranges: plannedRanges(preflighted, manifest), chunkBytes, progress, problems });
+    let bytes;
+    try {
+      bytes = await readModelFiles(folder, manifest.files.filter((f) => !STREAMED_ROLES.includes(f.role)), { verify, cache, emit, have, progress });
+    } catch (err) {
+      if (!(err instanceof ModelFolderError) || !problems.length) throw err;
+      problems.push(...err.problems);
+    }
+    if (problems.length) {
+      throw new ModelFolderError(`the model folder ${folder.where} is not usable:\n  - ${problems.join('\n  - ')}\n`
+        + 'Check the folder (or base URL): every file of the model must be there.', problems);
+    }
+    for (const [name, f] of programs) progress.expect(name, f.size);
     const fetch_ms = performance.now() - t0;
     const file = (role) => {
       const spec = manifest.files.find((f) => f.role === role);
       return spec ? bytes.get(spec.name) : null;
     };
-    // A program's external data files (.ptd), in the order the meta lists them.
-    const dataOf = (role) => manifest.files.filter((f) => f.role === `${role}_data`).map((f) => ({ name: f.name, bytes: bytes.get(f.name) }));
     const m = new WorkerModel(manifest);
     try {
-      // A program the preflight planned from the same file's ranges is not planned again.
+      // A program the preflight planned from its file's ranges is not planned again.
       const load = (role) => {
-        const reused = takePlan(preflighted?.[role], file(role), dataOf(role).map((f) => f.bytes));
+        const spec = manifest.files.find((f) => f.role === role);
+        // A program's external data files (.ptd), in the order the meta lists them.
+        const data = manifest.files.filter((f) => f.role === `${role}_data`).map((f) => ({ name: f.name, bytes: programs.get(f.name) }));
+        const all = [programs.get(spec.name), ...data.map((d) => d.bytes)];
+        const ranged = all.every((f) => f.file instanceof CheckedFile);
+        const reused = ranged && preflighted?.[role]?.planned;
         if (reused) emit({ stage: 'plan' });
-        const plan = reused && { ...reused, boot_ms: booted.boot_ms };
-        return loadExecutor(file(role), { fusion, emit, plan: plan || null, autotune: autotune === true && role === 'decoder', caps, data: dataOf(role) });
+        const { plan_ms, plan_total_ms, bytes_read } = preflighted?.[role] ?? {};
+        const plan = reused && { ...reused, plan_ms, plan_total_ms, bytes_read, boot_ms: booted.boot_ms };
+        const onBytes = (k, n) => {
+          if (all[k].counted) return;
+          progress.add(all[k].spec.name, n, { network: !all[k].fromCache });
+          if (progress.files.get(all[k].spec.name).loaded >= all[k].size) progress.finish(all[k].spec.name);
+        };
+        return loadExecutor(all[0], { fusion, emit, plan: plan || null, autotune: autotune === true && role === 'decoder', caps, data, onBytes });
       };
-      m.decoder = await load('decoder');
-      if (file('vision')) m.vision = await load('vision');
+      // A cached program file that fails its hash is dropped and fetched again, once.
+      const loadFresh = async (role) => {
+        try {
+          return await load(role);
+        } catch (err) {
+          if (!(err instanceof HashMismatchError && err.fromCache)) throw err;
+          const stale = streamedSpecs.filter((f) => programs.get(f.name).fromCache);
+          for (const f of stale) await (await caches.open(CACHE_NAME)).delete(folder.url(f.name));
+          const again = await programFiles(folder, stale, { verify, cache, chunkBytes, progress, problems });
+          programs = new Map([...programs, ...again]);
+          return load(role);
+        }
+      };
+      m.decoder = await loadFresh('decoder');
+      if (manifest.files.some((f) => f.role === 'vision')) m.vision = await loadFresh('vision');
       m.setup(glue, file, await tokenizerClass());
     } catch (err) {
       m.dispose();
       throw err;
     }
+    if (base && cache) await recordCachedModel(base, manifest.name, manifest.files);
     m.stats = { fetch_ms, load_ms: performance.now() - t0, decoder: m.decoder.stats, vision: m.vision?.stats ?? null, preflight: preflighted };
     emit({ stage: 'ready' });
     return m;

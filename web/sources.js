@@ -149,23 +149,22 @@ function resumes(resp, from, total) {
 }
 
 /**
- * A file at a URL of `size` bytes, streamed. `readSync` answers Python's ranges (the
- * preflight's, web/preflight.js); `chunks` streams the body, resuming a cut one with
- * `Range: bytes=N-` (up to `attempts` requests); a server that answers 200 to the resume
- * sends it from the start and the bytes already written are skipped.
+ * A file at a URL of `size` bytes (null: unknown until it comes), streamed as one body (no
+ * random reads: see blobOf): `chunks` streams it, resuming a cut one with `Range: bytes=N-`
+ * (up to `attempts` requests); a server that answers 200 to the resume sends it from the
+ * start and the bytes already written are skipped.
  */
 export class UrlFile {
   /**
-   * @param {string} url @param {number} size
-   * @param {(start: number, stop: number) => Uint8Array} readSync
-   * @param {{attempts?: number}} [options]
+   * @param {string} url @param {number | null} size
+   * @param {{attempts?: number, missing?: ((why: string) => Error) | null}} [options]
    */
-  constructor(url, size, readSync, { attempts = 4 } = {}) {
+  constructor(url, size = null, { attempts = 4, missing = null } = {}) {
     this.url = url;
     this.name = url;
     this.size = size;
-    this.readSync = readSync;
     this.attempts = attempts;
+    this.missing = missing; // (why) => the error a 404 throws (default: an InputError)
   }
 
   async* chunks(onBytes = () => {}, { meter = null } = {}) {
@@ -206,6 +205,7 @@ export class UrlFile {
         skip = from; // a server that ignored the range: the bytes in hand come again
       } else {
         await resp.body?.cancel();
+        if (resp.status === 404 && !from && this.missing) throw this.missing(`HTTP 404 at ${url}`);
         throw new InputError(from ? `${url} was cut after ${from} of ${size} bytes (${cut}) and the server did not `
           + `resume it (HTTP ${resp.status}); retry` : `fetching ${url} gave HTTP ${resp.status}; check the URL`);
       }

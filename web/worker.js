@@ -28,7 +28,7 @@ async function fileOf(source, emit, chunkBytes) {
   if (typeof Blob !== 'undefined' && source instanceof Blob) return new BlobFile(source, source.name || 'the program Blob', { chunkBytes });
   if (typeof source !== 'string') throw new InputError('a program source is a URL string, an ArrayBuffer, a TypedArray or a File/Blob');
   let loaded = 0;
-  const url = new UrlFile(source, null, null);
+  const url = new UrlFile(source);
   const blob = await blobOf(url.chunks((n) => {
     loaded += n;
     emit({ stage: 'fetch', loaded, total: url.size ?? 0 });

@@ -95,3 +95,17 @@ test('BytesFile chunks are views of the caller\'s bytes, in order', async () => 
   for await (const { offset, bytes: b } of new BytesFile(bytes.buffer, 'x').chunks()) seen.push([offset, b.byteLength, b.buffer === bytes.buffer]);
   assert.deepEqual(seen, [[0, 20, true]]);
 });
+
+test('Sha256 over chunks of any size is the sha256 of the bytes', async () => {
+  const { Sha256 } = await import('../../web/sha256.js');
+  const { createHash } = await import('node:crypto');
+  const rand = seeded(7);
+  for (const n of [0, 1, 55, 56, 63, 64, 65, 119, 120, 4099]) {
+    const bytes = new Uint8Array(n).map(() => Math.floor(rand() * 256));
+    for (const step of [1, 7, 64, 5000]) {
+      const h = new Sha256();
+      for (let at = 0; at < n; at += step) h.update(bytes.subarray(at, at + step));
+      assert.equal(h.hex(), createHash('sha256').update(bytes).digest('hex'), `${n} bytes in steps of ${step}`);
+    }
+  }
+});

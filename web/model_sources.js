@@ -1,0 +1,176 @@
+// The program files of a model folder (decoder, vision and their .ptd data files) as streamed
+// sources (web/sources.js), so a model's weights go from the network, the Cache API or a
+// local file to the GPU buffers in bounded chunks. Each is checked against its pinned size
+// and sha256 as it passes (web/sha256.js); a fetched file is written to the cache as it
+// passes and kept only once it is whole and verified. The other files of the folder
+// (tokenizer, embeddings, meta) are read whole by web/files.js readModelFiles.
+
+import { HashMismatchError, QuotaError } from './errors.js';
+import { CACHE_NAME, LocalFolder, MissingFile } from './files.js';
+import { Sha256 } from './sha256.js';
+import { BlobFile, CheckedFile, RangedFile, UrlFile, blobOf } from './sources.js';
+
+/** Roles of a model's files that are streamed to the GPU, not held. */
+export const STREAMED_ROLES = Object.freeze(['decoder', 'vision', 'decoder_data', 'vision_data']);
+
+const MB = (n) => `${(n / 1e6).toFixed(1)} MB`;
+
+/**
+ * A cache entry written as a file streams: `write` each chunk (waits while the cache is
+ * behind), `close` once the file is verified (the entry is kept), `abort` otherwise (none is).
+ */
+function cacheSink(store, url, size) {
+  const { readable, writable } = new TransformStream();
+  const headers = size != null ? { 'content-length': String(size) } : {};
+  const put = store.put(url, new Response(readable, { headers }));
+  put.catch(() => {});
+  const writer = writable.getWriter();
+  return {
+    async write(bytes) {
+      await writer.ready;
+      writer.write(bytes).catch(() => {});
+    },
+    async close() {
+      await writer.close();
+      try {
+        await put;
+      } catch (err) {
+        if (err?.name === 'QuotaExceededError') {
+          throw new QuotaError(`the browser refused to store ${size == null ? 'the' : MB(size)} model file ${url}: `
+            + 'its storage quota for this site is used up. Free space (clear this site\'s data or other '
+            + 'large site data) and retry, or load with { cache: false } to keep the model in memory only');
+        }
+        throw err;
+      }
+    },
+    async abort(why) {
+      await writer.abort(why).catch(() => {});
+      await put.catch(() => {});
+      await store.delete(url).catch(() => {});
+    },
+  };
+}
+
+/**
+ * A streamed file checked against its pinned size and sha256 (`spec`) as its chunks pass;
+ * `sink` (a cache entry being written) gets each chunk and is kept only if the file is whole
+ * and matches. A mismatch is a HashMismatchError after the last chunk: the executor being
+ * built from it is then disposed, so the file is never used.
+ */
+export class VerifiedFile {
+  /**
+   * @param {object} file a source of web/sources.js
+   * @param {{name: string, size?: number | null, sha256?: string | null}} spec
+   * @param {{verify?: boolean, sink?: object | null, fromCache?: boolean, where?: string, counted?: boolean}} [options]
+   */
+  constructor(file, spec, { verify = true, sink = null, fromCache = false, where = 'the model folder', counted = false } = {}) {
+    this.file = file;
+    this.spec = spec;
+    this.name = file.name;
+    this.size = file.size;
+    this.verify = verify;
+    this.sink = sink;
+    this.fromCache = fromCache;
+    this.where = where;
+    this.counted = counted; // its bytes were counted as they were downloaded, before it streams
+  }
+
+  readSync(start, stop) { return this.file.readSync(start, stop); }
+
+  async* chunks(onBytes, options) {
+    const { spec, sink } = this;
+    const hash = this.verify && spec.sha256 ? new Sha256() : null;
+    let n = 0;
+    let done = false;
+    try {
+      for await (const chunk of this.file.chunks(onBytes, options)) {
+        hash?.update(chunk.bytes);
+        n += chunk.bytes.byteLength;
+        if (sink) await sink.write(chunk.bytes);
+        yield chunk;
+      }
+      const wrongSize = spec.size != null && n !== spec.size ? `${spec.name} is ${n} bytes, the pinned file is ${spec.size}` : null;
+      const actual = !wrongSize && hash ? hash.hex() : null;
+      if (wrongSize || (actual && actual !== spec.sha256)) {
+        const detail = wrongSize ? { file: spec.name, expected: `${spec.size} bytes`, actual: `${n} bytes` }
+          : { file: spec.name, expected: spec.sha256, actual };
+        const what = wrongSize ?? `${spec.name} does not match its pinned sha256 (expected ${spec.sha256}, got ${actual})`;
+        const err = new HashMismatchError(`${what}; the file was not used. The download may be corrupt, or `
+          + `${this.where} holds another version of the model: download the files again`, detail);
+        err.fromCache = this.fromCache;
+        throw err;
+      }
+      await sink?.close();
+      done = true;
+    } finally {
+      if (!done) await sink?.abort(new Error('the file was not verified'));
+    }
+  }
+}
+
+async function openCache(enabled) {
+  if (!enabled || typeof caches === 'undefined') return null;
+  try {
+    return await caches.open(CACHE_NAME);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The streamed program files of `specs` (roles in STREAMED_ROLES) of `folder`: a Map name ->
+ * VerifiedFile. A file in the cache is read from it (its blob, in slices); one a preflight
+ * planned (`ranges`: name -> its Ranges) is read by Range requests while it streams into the
+ * GPU, and cached as it passes; any other is downloaded first (into the cache, or a Blob
+ * without one) and verified, since its plan needs random reads. `progress` (web/progress.js,
+ * stage fetch) counts the bytes downloaded here; the streamed ones are counted by the loader.
+ * `problems` gets a line per missing file.
+ * @returns {Promise<Map<string, VerifiedFile>>}
+ * @throws {HashMismatchError | QuotaError | InputError}
+ */
+export async function programFiles(folder, specs, { verify = true, cache = true, ranges = new Map(), chunkBytes, progress, problems }) {
+  const out = new Map();
+  const store = folder instanceof LocalFolder ? null : await openCache(cache);
+  for (const spec of specs) {
+    const opts = { verify, where: folder.where };
+    if (folder instanceof LocalFolder) {
+      const f = folder.find(spec.name);
+      if (!f) problems.push(`missing ${spec.name} (not among the ${folder.files.length} picked files)`);
+      else out.set(spec.name, new VerifiedFile(new BlobFile(f, spec.name, { chunkBytes }), spec, opts));
+      continue;
+    }
+    const url = folder.url(spec.name);
+    const keep = store && spec.sha256 ? store : null;
+    const hit = keep && await keep.match(url);
+    if (hit) {
+      out.set(spec.name, new VerifiedFile(new BlobFile(await hit.blob(), spec.name, { chunkBytes }), spec, { ...opts, fromCache: true }));
+      continue;
+    }
+    const planned = ranges.get(spec.name);
+    if (planned) {
+      const file = new CheckedFile(new RangedFile(url, planned.size, (a, b) => planned.read(a, b), { chunkBytes }), planned.held);
+      file.name = spec.name;
+      out.set(spec.name, new VerifiedFile(file, spec, { ...opts, sink: keep && cacheSink(keep, url, planned.size) }));
+      continue;
+    }
+    const net = new VerifiedFile(new UrlFile(url, null, { missing: (why) => new MissingFile(why) }), spec, { ...opts, sink: keep && cacheSink(keep, url, spec.size) });
+    const count = (n) => progress.add(spec.name, n, { network: true });
+    let blob;
+    try {
+      if (keep) {
+        const chunks = net.chunks(count);
+        while (!(await chunks.next()).done); // eslint-disable-line no-empty
+        blob = await (await keep.match(url)).blob();
+      } else {
+        blob = await blobOf(net.chunks(count));
+      }
+    } catch (err) {
+      if (!(err instanceof MissingFile)) throw err;
+      problems.push(`missing ${spec.name} (${err.message})`);
+      continue;
+    }
+    progress.finish(spec.name);
+    out.set(spec.name, new VerifiedFile(new BlobFile(blob, spec.name, { chunkBytes }), spec, { verify: false, counted: true }));
+  }
+  return out;
+}
