@@ -107,3 +107,22 @@ def test_tensor_dtype_classes_are_checked():
         check_call(g, 0, OpCall("x.y", (0, 1, 1)), sig)
     with pytest.raises(PlanError, match=r"should be a float32 tensor, found NoneType"):
         check_call(g, 0, OpCall("x.y", (2, 1, 0)), sig)
+
+
+def test_scalars_shared_by_equality_fit_each_kind():
+    """The Vulkan graph builder keeps one value per distinct scalar: a slice's step 2 may be
+    the Double 2.0 a multiply passed (difftest program 0), a Bool the Int 1."""
+    from webpte.kernels.common import Args
+
+    x = TensorValue(DType.FLOAT32, (4,))
+    g = Graph(values=[x, 2.0, True, 0, 2.5, (1.0, 0)], chain=[], input_ids=[], output_ids=[])
+    check_call(g, 0, OpCall("x.y", (0, 1, 2, 3, 5, 0)), parse_signature("T i i b I T"))
+    check_call(g, 0, OpCall("x.y", (0, 2, 3, 0)), parse_signature("T f f T"))
+    with pytest.raises(PlanError, match=r"argument 1 \(value 4\) should be an Int, found "
+                                        r"float 2.5"):
+        check_call(g, 0, OpCall("x.y", (0, 4, 0)), parse_signature("T i T"))
+    with pytest.raises(PlanError, match="should be a Bool"):
+        check_call(g, 0, OpCall("x.y", (0, 1, 0)), parse_signature("T b T"))
+    a = Args(g)
+    assert (a.int(1), a.int(2), a.bool(3), a.float(2), a.ints(5)) == (2, 1, False, 1.0, (1, 0))
+    assert type(a.int(1)) is int and all(type(i) is int for i in a.ints(5))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import PlanError, UnsupportedOpError
 from ..pte.graph import Graph, SymIntValue, TensorValue, ValueList
+from .schema import integral
 
 
 class Args:
@@ -31,16 +32,17 @@ class Args:
     def is_null(self, vid: int) -> bool:
         return self.graph.values[vid] is None
 
+    # Scalars are shared by Python equality (kernels/schema.py): an Int 2 may arrive as the
+    # Double 2.0, a Bool as the Int 1, a Double as the Int 0.
     def int(self, vid: int) -> int:
         v = self.graph.values[vid]
-        if type(v) is not int:
+        if not integral(v):
             self._fail(vid, "an Int")
-        return v
+        return int(v)
 
     def float(self, vid: int) -> float:
-        # Scalars are deduplicated by Python equality: 0.0 may arrive as Int 0.
         v = self.graph.values[vid]
-        if type(v) not in (int, float):
+        if type(v) not in (int, float, bool):
             self._fail(vid, "a Double (or Int)")
         return float(v)
 
@@ -49,9 +51,7 @@ class Args:
 
     def bool(self, vid: int) -> bool:
         v = self.graph.values[vid]
-        if type(v) is bool:
-            return v
-        if type(v) is int and v in (0, 1):
+        if type(v) in (bool, int, float) and v in (0, 1):
             return bool(v)
         self._fail(vid, "a Bool")
 
@@ -63,10 +63,10 @@ class Args:
 
     def ints(self, vid: int) -> tuple[int, ...]:
         v = self.graph.values[vid]
-        if isinstance(v, tuple) and all(type(x) is int for x in v):
-            return v
-        if type(v) is int:
-            return (v,)
+        if isinstance(v, tuple) and all(integral(x) for x in v):
+            return tuple(int(x) for x in v)
+        if integral(v):
+            return (int(v),)
         self._fail(vid, "an IntList")
 
     def value_list(self, vid: int) -> tuple[int, ...]:

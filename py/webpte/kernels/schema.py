@@ -4,8 +4,8 @@ A unit declares, per serialized op name, a signature: one token per argument in 
 (outputs last, as VK00 serializes them), separated by spaces:
 
     T   tensor             Tf float32, Ti int32/int64, Tq int8/uint8, Tb bool tensor
-    i   Int                f  Double (or Int: scalars are deduplicated by equality)
-    b   Bool (or Int 0/1)  s  String
+    i   Int                f  Double
+    b   Bool               s  String
     I   IntList (or Int)   F  DoubleList
     L   ValueList of tensors (multi-output ops, tensor lists)
     Y   SymInt             n  Null            *  any value
@@ -13,6 +13,10 @@ A unit declares, per serialized op name, a signature: one token per argument in 
 
 so a unit never meets a malformed graph as a failed tuple unpack: a call with the wrong
 count or kind of arguments is a PlanError naming the node (`check_graph`).
+
+Scalars are shared by Python equality (the Vulkan graph builder keeps one value per distinct
+scalar), so a scalar argument is any scalar of the value it needs: an Int 2 may be the
+Double 2.0 another op passed, a Bool the Int 1, a Double the Int 0.
 """
 
 from __future__ import annotations
@@ -44,6 +48,11 @@ def parse_signature(sig: str) -> tuple[tuple[str, bool], ...]:
     return tuple(out)
 
 
+def integral(v) -> bool:
+    """An Int, or a Bool or Double equal to one (scalars are shared by equality)."""
+    return type(v) in (int, bool) or (type(v) is float and v.is_integer())
+
+
 def _matches(graph: Graph, v, kind: str) -> bool:
     if kind == "*":
         return True
@@ -52,15 +61,15 @@ def _matches(graph: Graph, v, kind: str) -> bool:
     if kind[0] == "T":
         return isinstance(v, TensorValue) and (kind == "T" or v.dtype in _TENSOR_DTYPES[kind])
     if kind == "i":
-        return type(v) is int
+        return integral(v)
     if kind == "f":
-        return type(v) in (int, float)
+        return type(v) in (int, float, bool)
     if kind == "b":
-        return type(v) is bool or (type(v) is int and v in (0, 1))
+        return type(v) in (bool, int, float) and v in (0, 1)
     if kind == "s":
         return type(v) is str
     if kind == "I":
-        return type(v) is int or (isinstance(v, tuple) and all(type(x) is int for x in v))
+        return integral(v) or (isinstance(v, tuple) and all(integral(x) for x in v))
     if kind == "F":
         return isinstance(v, tuple) and all(type(x) in (int, float) for x in v)
     if kind == "Y":

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..errors import PlanError, PteFormatError, UnsupportedOpError
 from ..kernels.registry import schemas
-from ..kernels.schema import check_call
+from ..kernels.schema import check_call, integral
 from ..pte.graph import ConstantRef, DType, Graph, OpCall, TensorValue, ValueList
 from ..pte.reader import Method, ProgramTensor, ValueRefs
 from .aliasing import Slot, resolve_aliases
@@ -50,7 +50,8 @@ class MethodGraph:
 def edge_names(kernel: str) -> list[str]:
     """Edge ops a portable kernel call may run, most likely first: `aten::add.Scalar_out`
     -> `aten.add.Scalar`; `aten::mul.out` -> `aten.mul.Tensor` (or `.default`, ...);
-    `aten::sum.IntList_out` -> `aten.sum.dim_IntList`; `aten::copy_` -> `aten.copy_.default`."""
+    `aten::sum.IntList_out` -> `aten.sum.dim_IntList`; `aten::div.out_mode` ->
+    `aten.div.Tensor_mode`; `aten::copy_` -> `aten.copy_.default`."""
     base, _, overload = kernel.partition(".")
     base = base.replace("::", ".")
     if overload == "":
@@ -61,6 +62,8 @@ def edge_names(kernel: str) -> list[str]:
         names = ["default"]
     elif overload.endswith("_out"):
         names = [overload[:-4], f"dim_{overload[:-4]}"]
+    elif overload.startswith("out_"):
+        names = [f"Tensor_{overload[4:]}"]  # `aten::div.out_mode` -> `aten.div.Tensor_mode`
     else:
         # Named out overloads: `aten::max.dim_max` (values, indices) -> `aten.max.dim`.
         names = [overload] + ([overload.rsplit("_", 1)[0]] if "_" in overload else [])
@@ -163,9 +166,9 @@ class _Builder:
         if isinstance(v, ValueRefs):
             if v.kind == "int_list":
                 items = [self.m.values[j] if j >= 0 else None for j in v.ids]
-                if any(type(x) is not int for x in items):
+                if not all(integral(x) for x in items):
                     raise PteFormatError("int list holds a non-Int value", field=f"values[{i}]")
-                return tuple(items)
+                return tuple(int(x) for x in items)
             return ValueList(tuple(j if j >= 0 else self._null() for j in v.ids))
         return v
 

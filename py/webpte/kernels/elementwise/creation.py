@@ -27,7 +27,12 @@ _OPS = {
     "aten.ones.default": (1.0, "I i? i? * b? T"),
     "aten.ones_like.default": (1.0, "T i? i? * b? i? T"),
     "aten.scalar_tensor.default": (0, "* i? i? * b? T"),
+    # The portable kernels' forms (a partitioner-less program): `full.out(size, fill, out)`,
+    # `full_like.out(self, fill, memory_format, out)`.
+    "aten.full.out": (1, "I * T"),
+    "aten.full_like.out": (1, "T * i? T"),
 }
+_SIZED = ("aten.full.default", "aten.full.out", "aten.zeros.default", "aten.ones.default")
 
 
 def _fill_value(A, call) -> float:
@@ -44,7 +49,7 @@ def element(A, call) -> Element:
     """No operands: the value of runtime word 0 (f32 bits or i32) for every element."""
     out = call.args[-1]
     to = A.tensor(out)
-    if call.name in ("aten.full.default", "aten.zeros.default", "aten.ones.default"):
+    if call.name in _SIZED:
         size = A.ints(call.args[0])
         if math.prod(size) != to.numel:
             raise A.unsupported(call, f"size {list(size)} for an output of dims {list(to.dims)}")

@@ -1,4 +1,5 @@
-"""aten.arange.start_step: `start + i * step` for i in [0, numel), the output's dtype.
+"""aten.arange.start_step (and the portable kernel's `arange.start_out(start, end, step,
+out)`): `start + i * step` for i in [0, numel), the output's dtype.
 
 Integer outputs are exact in i32. Float outputs take start and step as f32 and compute
 `start + f32(i) * step` in f32; torch accumulates in double, so only forms whose every
@@ -12,6 +13,7 @@ from .._np import np
 from ..registry import OpUnit
 
 _NAME = "aten.arange.start_step"
+_OUT = "aten.arange.start_out"
 _EXACT = 1 << 24
 
 
@@ -56,4 +58,4 @@ def reference(R, call) -> None:
     R.set(out, v)
 
 
-UNITS = [OpUnit((_NAME,), lower, reference, {_NAME: "f f f * * * b? T"})]
+UNITS = [OpUnit((_NAME, _OUT), lower, reference, {_NAME: "f f f * * * b? T", _OUT: "f f f T"})]

@@ -1,4 +1,4 @@
-"""Copies, casts and layout changes: clone, alias_copy, prepack, _to_copy,
+"""Copies, casts and layout changes: clone, _clone_dim_order, alias_copy, prepack, _to_copy,
 _to_dim_order_copy, view_copy, squeeze_copy, unsqueeze_copy, permute_copy, permute,
 select_copy.
 
@@ -24,7 +24,10 @@ from ..registry import OpUnit, written_in_place
 from .gather import GatherMap, compute_type, computed, emit_gather, store, strided_map
 
 _CAST_OUT = "dim_order_ops._to_dim_order_copy.out"  # a portable kernel call between delegates
-_CASTS = ("aten._to_copy.default", "dim_order_ops._to_dim_order_copy.default", _CAST_OUT)
+# clone(self, non_blocking, dim_order): a cast to the same dtype.
+_CLONES = ("dim_order_ops._clone_dim_order.default", "dim_order_ops._clone_dim_order.out")
+_CASTS = ("aten._to_copy.default", "dim_order_ops._to_dim_order_copy.default", _CAST_OUT,
+          *_CLONES)
 _ALIAS = "aten.alias_copy.default"
 _COPIES = ("aten.clone.default", _ALIAS, "et_vk.prepack.default")
 _VIEWS = ("aten.view_copy.default", "aten.squeeze_copy.dims")
@@ -186,7 +189,8 @@ def reference(R, call) -> None:
 # Cast options (dtype, layout, device, pin_memory, non_blocking, memory_format / dim_order)
 # are checked by _cast_spec, which says which forms are supported.
 UNITS = [OpUnit(_CASTS, lower, reference,
-                {**{n: "T * * * * * * T" for n in _CASTS[:2]}, _CAST_OUT: "T * * T"},
+                {**{n: "T * * * * * * T" for n in _CASTS[:2]},
+                 **{n: "T * * T" for n in (_CAST_OUT, *_CLONES)}},
                 element=cast_element),
          OpUnit(_COPIES + _VIEWS + (_UNSQUEEZE, *_PERMUTES, _SELECT), lower, reference,
                 {"aten.clone.default": "T * T", _ALIAS: "T T", "et_vk.prepack.default": "T T",
