@@ -258,8 +258,7 @@ export async function readModelFiles(folder, specs, { verify = true, cache = tru
   const store_ = folder instanceof UrlFolder ? await openCache(cache) : null;
   const out = new Map();
   const fromCache = new Set();
-  const fetchAll = async (list) => {
-    const progress = shared ?? new Progress(emit, { stage: 'fetch' });
+  const fetchAll = async (list, progress = new Progress(emit, { stage: 'fetch' })) => {
     for (const s of list) progress.expect(s.name, s.size ?? 0);
     const problems = [];
     await Promise.all(list.map(async (spec) => {
@@ -306,7 +305,7 @@ export async function readModelFiles(folder, specs, { verify = true, cache = tru
     return bad;
   };
 
-  await fetchAll(specs);
+  await fetchAll(specs, shared ?? undefined);
   let bad = await checkAll(specs);
   const stale = bad.filter((b) => fromCache.has(b.spec.name));
   if (stale.length) { // a corrupted or outdated cache entry: drop it and fetch the file again
