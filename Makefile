@@ -85,6 +85,7 @@ fixtures: venv
 	$(BIN)/python tools/export_gemma4.py --model-folder tests/fixtures/gemma4/model
 	$(BIN)/python tools/export_gemma4_vision.py --out tests/fixtures/gemma4_vision
 	$(BIN)/python tools/export_semantics.py --out tests/fixtures/semantics
+	$(BIN)/python tools/export_difftest.py --out tests/fixtures/difftest/page
 	$(BIN)/python tools/export_architectures.py --out tests/fixtures/architectures
 	$(BIN)/python tools/export_ptd.py --out tests/fixtures/ptd
 
