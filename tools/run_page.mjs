@@ -1,6 +1,6 @@
 // Run one program in the page (headless Chromium, WebGPU on SwiftShader) on the calls of an
 // npz and compare with its references: what `webpte run --tolerance` does natively.
-//   node tools/run_page.mjs PROGRAM.pte CALLS.npz [--limits default|JSON] [--tolerance T]
+//   node tools/run_page.mjs PROGRAM.pte CALLS.npz [--limits default|JSON] [--tolerance T] [--chunk-bytes N]
 // Prints the load split by stage (fetch, Python boot, plan, upload, pipelines), each call's
 // time and rel-L2 per output, the worker's peak JS heap (with ArrayBuffers) during the load (CDP
 // Runtime.getHeapUsage on the worker target, polled: V8 heap + ArrayBuffer
@@ -17,11 +17,12 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 function options(argv) {
   const [pte, npz, ...rest] = argv;
-  if (!pte || !npz) throw new Error('usage: node tools/run_page.mjs PROGRAM.pte CALLS.npz [--limits default|JSON] [--tolerance T]');
-  const opts = { pte: resolve(pte), npz: resolve(npz), limits: null, tolerance: null };
+  if (!pte || !npz) throw new Error('usage: node tools/run_page.mjs PROGRAM.pte CALLS.npz [--limits default|JSON] [--tolerance T] [--chunk-bytes N]');
+  const opts = { pte: resolve(pte), npz: resolve(npz), limits: null, tolerance: null, chunkBytes: undefined };
   for (let i = 0; i < rest.length; i += 2) {
     if (rest[i] === '--limits') opts.limits = rest[i + 1] === 'default' ? 'default' : JSON.parse(rest[i + 1]);
     else if (rest[i] === '--tolerance') opts.tolerance = Number(rest[i + 1]);
+    else if (rest[i] === '--chunk-bytes') opts.chunkBytes = Number(rest[i + 1]); // loadProgram's chunkBytes
     else throw new Error(`unknown option ${rest[i]}`);
   }
   return opts;
@@ -103,11 +104,11 @@ async function main() {
   try {
     await s.page.evaluate(() => suite.webpte.runtimeInfo?.()); // the worker starts: its heap is polled
     const poller = await heapPoller(s.page);
-    const loaded = await s.page.evaluate(async ([src, limits]) => {
+    const loaded = await s.page.evaluate(async ([src, limits, chunkBytes]) => {
       const t0 = performance.now();
-      window.program = await suite.webpte.loadProgram(src, { limits });
+      window.program = await suite.webpte.loadProgram(src, { limits, chunkBytes: chunkBytes ?? undefined });
       return performance.now() - t0;
-    }, [`/prog/${basename(opts.pte)}`, opts.limits]);
+    }, [`/prog/${basename(opts.pte)}`, opts.limits, opts.chunkBytes ?? null]);
     const peakHeap = await poller.stop();
     const result = await s.page.evaluate(async ([load_ms, todo]) => {
       const { program } = window;

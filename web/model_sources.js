@@ -86,7 +86,7 @@ export class VerifiedFile {
       for await (const chunk of this.file.chunks(onBytes, options)) {
         hash?.update(chunk.bytes);
         n += chunk.bytes.byteLength;
-        if (sink) await sink.write(chunk.bytes);
+        if (sink) await sink.write(chunk.bytes.slice()); // the cache reads it later; the chunk's buffer is reused
         yield chunk;
       }
       const wrongSize = spec.size != null && n !== spec.size ? `${spec.name} is ${n} bytes, the pinned file is ${spec.size}` : null;

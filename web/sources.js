@@ -12,6 +12,45 @@ import { InputError } from './errors.js';
 /** Bytes a read of a Blob holds at once (the bound of a cached or local file's chunks). */
 export const BLOB_CHUNK = 8 << 20;
 
+/**
+ * Read `n` bytes of `stream` into `buffer` (at least `n` bytes; BYOB reads transfer it, so the
+ * caller keeps the returned one) -> `{buffer, length}`: the same memory serves every chunk, so
+ * reading a file allocates nothing per chunk (no garbage for the collector to lag behind).
+ * A stream without BYOB reads is copied in. Reads past `n` are cancelled.
+ */
+async function readInto(stream, buffer, n) {
+  let byob = null;
+  try {
+    byob = stream.getReader({ mode: 'byob' });
+  } catch {
+    byob = null; // not a byte stream
+  }
+  let got = 0;
+  if (byob) {
+    while (got < n) {
+      const { done, value } = await byob.read(new Uint8Array(buffer, got, n - got));
+      if (value) buffer = value.buffer;
+      if (done) break;
+      got += value.byteLength;
+    }
+    if (got === n) await byob.cancel().catch(() => {});
+    return { buffer, length: got };
+  }
+  const reader = stream.getReader();
+  const into = new Uint8Array(buffer);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (got + value.byteLength > n) {
+      await reader.cancel().catch(() => {});
+      return { buffer, length: got + value.byteLength };
+    }
+    into.set(value, got);
+    got += value.byteLength;
+  }
+  return { buffer, length: got };
+}
+
 /** A file the caller gave in memory. */
 export class BytesFile {
   /** @param {ArrayBuffer | ArrayBufferView} bytes @param {string} name */
@@ -47,28 +86,33 @@ export class BlobFile {
     return new Uint8Array(new FileReaderSync().readAsArrayBuffer(this.blob.slice(start, stop)));
   }
 
+  /** Chunks of `chunkBytes`, each read into the same buffer (valid until the next one). */
   async* chunks(onBytes = () => {}, { meter = null } = {}) {
-    for (let at = 0; at < this.size; at += this.chunkBytes) {
-      let bytes;
-      try {
-        bytes = new Uint8Array(await this.blob.slice(at, at + this.chunkBytes).arrayBuffer());
-      } catch (err) {
-        throw new InputError(`${this.name} could not be read at byte ${at} (${err.message}); load it again`);
+    const held = Math.min(this.chunkBytes, this.size);
+    let buffer = new ArrayBuffer(held);
+    meter?.hold(held);
+    try {
+      for (let at = 0; at < this.size; at += this.chunkBytes) {
+        const n = Math.min(this.chunkBytes, this.size - at);
+        let length;
+        try {
+          ({ buffer, length } = await readInto(this.blob.slice(at, at + n).stream(), buffer, n));
+        } catch (err) {
+          throw new InputError(`${this.name} could not be read at byte ${at} (${err.message}); load it again`);
+        }
+        if (length !== n) throw new InputError(`${this.name} gave ${length} of ${n} bytes at byte ${at}; it changed while it was read: load it again`);
+        onBytes(n);
+        yield { offset: at, bytes: new Uint8Array(buffer, 0, n) };
       }
-      meter?.hold(bytes.byteLength);
-      onBytes(bytes.byteLength);
-      try {
-        yield { offset: at, bytes };
-      } finally {
-        meter?.release(bytes.byteLength);
-      }
+    } finally {
+      meter?.release(held);
     }
   }
 }
 
 /**
  * A file at a URL whose server serves byte ranges, read in Range requests of `chunkBytes`
- * (one ahead of the chunk being written: at most two held). A request that fails or comes
+ * (one ahead of the chunk being written: two buffers held). A request that fails or comes
  * back short is made again, up to `attempts` times a chunk.
  */
 export class RangedFile {
@@ -87,7 +131,8 @@ export class RangedFile {
     this.etag = null;
   }
 
-  async #range(start, stop) {
+  /** Bytes start..stop into `pool[slot]` (replaced by the buffer the read gives back). */
+  async #range(start, stop, pool, slot) {
     let why = '';
     for (let attempt = 1; attempt <= this.attempts; attempt++) {
       let resp;
@@ -107,35 +152,47 @@ export class RangedFile {
       }
       this.etag = etag;
       try {
-        const bytes = new Uint8Array(await resp.arrayBuffer());
-        if (bytes.byteLength === stop - start) return bytes;
-        why = `${bytes.byteLength} of ${stop - start} bytes came`;
+        const { buffer, length } = await readInto(resp.body, pool[slot], stop - start);
+        pool[slot] = buffer;
+        if (length === stop - start) return new Uint8Array(buffer, 0, length);
+        why = `${length} of ${stop - start} bytes came`;
       } catch (err) {
         why = err.message;
       }
+      if (!pool[slot].byteLength) pool[slot] = new ArrayBuffer(this.chunkBytes); // detached by a failed read
     }
     throw new InputError(`${this.url}: bytes ${start}..${stop} could not be read in ${this.attempts} requests (${why}); the download was cut, retry`);
   }
 
+  /**
+   * Chunks of `chunkBytes` in two buffers, reused: one being written by the caller, the next
+   * read into the other meanwhile (a chunk is valid until the next one).
+   */
   async* chunks(onBytes = () => {}, { meter = null } = {}) {
-    const read = (a) => {
-      const p = this.#range(a, Math.min(a + this.chunkBytes, this.size)).then((b) => { meter?.hold(b.byteLength); return b; });
+    const held = Math.min(this.chunkBytes, this.size);
+    const pool = [new ArrayBuffer(held), new ArrayBuffer(held)];
+    meter?.hold(held);
+    meter?.hold(held);
+    const read = (a, slot) => {
+      const p = this.#range(a, Math.min(a + this.chunkBytes, this.size), pool, slot);
       p.catch(() => {}); // awaited below; a read ahead nobody awaits must not be an unhandled rejection
       return p;
     };
-    let next = this.size ? read(0) : null;
-    for (let at = 0; at < this.size;) {
-      const bytes = await next;
-      const end = at + bytes.byteLength;
-      next = end < this.size ? read(end) : null;
-      onBytes(bytes.byteLength);
-      try {
+    let next = this.size ? read(0, 0) : null;
+    let slot = 0;
+    try {
+      for (let at = 0; at < this.size;) {
+        const bytes = await next;
+        const end = at + bytes.byteLength;
+        slot = 1 - slot;
+        next = end < this.size ? read(end, slot) : null;
+        onBytes(bytes.byteLength);
         yield { offset: at, bytes };
-      } finally {
-        meter?.release(bytes.byteLength);
-        if (next) next.then(() => {}, () => {}); // released with its chunk if the caller stops
+        at = end;
       }
-      at = end;
+    } finally {
+      await next?.catch(() => {}); // its buffer is not reused after the caller stops
+      meter?.release(2 * held);
     }
   }
 }
