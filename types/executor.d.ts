@@ -59,22 +59,27 @@ export class Executor {
     /**
      * Create every buffer, pipeline and bind group of `plan` and upload its constants.
      * @param {string | object} plan Plan.to_json() text or object
-     * @param {ArrayBuffer | ArrayBufferView | Array<ArrayBuffer | ArrayBufferView> | null} fileBytes
+     * @param {ArrayBuffer | ArrayBufferView | object | Array<ArrayBuffer | ArrayBufferView | object> | null} fileBytes
      *   the program file (constant ranges are uploaded from it directly), or a list: the program
      *   file, then each external data file (`.ptd`) in the order the plan was made with (a file
-     *   init's `file` indexes it); null if the plan has no file-initialised buffers
-     * @param {{device?: GPUDevice, gpu?: GPU, poison?: boolean, onStage?: (stage: string) => void}} [options]
+     *   init's `file` indexes it); null if the plan has no file-initialised buffers. A file may
+     *   be a streamed source (web/sources.js: `{name, size, chunks()}`): its constants are then
+     *   written as its chunks arrive (web/upload.js), and no file is held whole
+     * @param {{device?: GPUDevice, gpu?: GPU, poison?: boolean, onStage?: (stage: string) => void,
+     *   onBytes?: (file: number, n: number) => void}} [options]
      *   `device` to share one device between programs; `poison` fills activations/outputs with
      *   NaNs (tests); `onStage('compile')` is called when the uploads are issued and the kernels
-     *   start compiling
+     *   start compiling; `onBytes` counts the bytes of streamed files as they arrive
      * @returns {Promise<Executor>}
-     * @throws {PlanError | AdapterError | ExternalDataError}
+     * @throws {PlanError | AdapterError | ExternalDataError | InputError} InputError: a streamed
+     *   file ended early or changed
      */
-    static create(plan: string | object, fileBytes: ArrayBuffer | ArrayBufferView | Array<ArrayBuffer | ArrayBufferView> | null, { device, gpu, poison, onStage }?: {
+    static create(plan: string | object, fileBytes: ArrayBuffer | ArrayBufferView | object | Array<ArrayBuffer | ArrayBufferView | object> | null, { device, gpu, poison, onStage, onBytes }?: {
         device?: GPUDevice;
         gpu?: GPU;
         poison?: boolean;
         onStage?: (stage: string) => void;
+        onBytes?: (file: number, n: number) => void;
     }): Promise<Executor>;
     /** @private */
     private constructor();
@@ -105,6 +110,10 @@ export class Executor {
         buffers_ms: number;
         pipelines_ms: number;
         bind_groups_ms: number;
+        streamed: boolean;
+        largest_held: number;
+        largest_chunk: number;
+        largest_piece: number;
     };
     tail: Promise<void>;
     /** Method inputs: `[{buffer, dtype, shape, storage, name}]`. */

@@ -32,7 +32,9 @@ export function findMeta(folder: UrlFolder | LocalFolder): Promise<{
  * Events: `fetch` then `verify` ({file, loaded, total, fileLoaded, fileTotal, etaSeconds}).
  * @param {UrlFolder | LocalFolder} folder
  * @param {{name: string, size?: number | null, sha256?: string | null}[]} specs
- * @param {{verify?: boolean, cache?: boolean, emit?: (e: object) => void, have?: Map<string, ArrayBuffer>}} [options]
+ * `progress` (a Progress of stage fetch) counts the bytes in one total with other files.
+ * @param {{verify?: boolean, cache?: boolean, emit?: (e: object) => void, have?: Map<string, ArrayBuffer>,
+ *   progress?: Progress}} [options]
  * @returns {Promise<Map<string, ArrayBuffer>>}
  * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError}
  */
@@ -40,16 +42,20 @@ export function readModelFiles(folder: UrlFolder | LocalFolder, specs: {
     name: string;
     size?: number | null;
     sha256?: string | null;
-}[], { verify, cache, emit, have }?: {
+}[], { verify, cache, emit, have, progress: shared }?: {
     verify?: boolean;
     cache?: boolean;
     emit?: (e: object) => void;
     have?: Map<string, ArrayBuffer>;
+    progress?: Progress;
 }): Promise<Map<string, ArrayBuffer>>;
 /** Cache API name; bump the version when the way entries are stored changes. */
 export const CACHE_NAME: "webpte-models-v1";
 /** Meta files that identify a folder's layout, in the order they are looked for. */
 export const META_NAMES: readonly string[];
+/** A file the folder does not have (HTTP 404, or not among the picked files). */
+export class MissingFile extends Error {
+}
 /** A model folder at a base URL: file `name` is `${base}${name}`. */
 export class UrlFolder {
     /** @param {string} base absolute URL ending in '/' */
@@ -81,3 +87,4 @@ export class LocalFolder {
     probe(name: any): Promise<ArrayBuffer>;
     read(name: any, onBytes: any): Promise<ArrayBuffer>;
 }
+import { Progress } from './progress.js';

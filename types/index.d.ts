@@ -26,10 +26,14 @@
  *   data files (`.ptd`) the program keeps constants in (ExecuTorch external constants), as URLs
  *   or bytes; a constant none of them holds is an ExternalDataError naming its key (a program
  *   with data files is not preflighted)
+ * @param {number} [options.chunkBytes] bytes a streamed file is read in (HTTP Range requests of
+ *   a preflighted URL, slices of a File/Blob; default 8 MiB): what the loader holds of the
+ *   weights at once is about two chunks plus the largest tensor it converts. A URL is streamed
+ *   into the GPU buffers; only an ArrayBuffer or TypedArray source is held whole
  * @returns {Promise<Program>}
  * @throws {PteFormatError | UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | InputError | ExternalDataError | WorkerError}
  */
-export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView | Blob, { method, plan, fusion, onProgress, transfer, poison, preflight, limits, autotune, data }?: {
+export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView | Blob, { method, plan, fusion, onProgress, transfer, poison, preflight, limits, autotune, data, chunkBytes }?: {
     method?: string;
     plan?: string | object;
     onProgress?: (event: {
@@ -44,6 +48,7 @@ export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView
     limits?: "default" | Record<string, number> | null;
     autotune?: boolean;
     data?: Array<string | URL | ArrayBuffer | ArrayBufferView | Blob>;
+    chunkBytes?: number;
 }): Promise<Program>;
 export { parsePlan } from "./plan.js";
 export { CACHE_NAME } from "./files.js";

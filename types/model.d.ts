@@ -51,7 +51,8 @@
  * @param {object} [options]
  * @param {(event: {stage: 'fetch'|'verify'|'python'|'plan'|'upload'|'compile'|'ready', file?: string,
  *   loaded?: number, total?: number, fileLoaded?: number, fileTotal?: number, etaSeconds?: number | null}) => void}
- *   [options.onProgress] `fetch` and `verify`: `loaded`/`total` bytes over all files of the model,
+ *   [options.onProgress] `fetch`: `loaded`/`total` bytes over all files of the model (the
+ *   programs' bytes count as they stream into the GPU, after `upload`); `verify` of the held files:
  *   `fileLoaded`/`fileTotal` of `file`, `etaSeconds` at the network rate (null until known);
  *   plan/upload/compile come once per program (decoder, then vision)
  * @param {boolean} [options.verify] check pinned sha256 values (default true)
@@ -68,13 +69,17 @@
  *   are not preflighted)
  * @param {boolean} [options.autotune] time the decoder's decode kernel variants on this adapter
  *   once (cached per adapter and program; see loadProgram) and plan the fastest
+ * @param {number} [options.chunkBytes] bytes the programs' files are read in (see loadProgram):
+ *   the decoder and vision programs and their data files stream from the network, the cache
+ *   or the local file into the GPU buffers, checked against their pinned sha256 as they pass
+ *   (a file that fails is neither used nor cached); the other files are held
  * @returns {Promise<Model>}
  * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError | PteFormatError |
  *   UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | WorkerError}
  */
 export function loadModel(source: string | URL | {
     files: File[] | FileList;
-}, { onProgress, verify, cache, fusion, preflight, limits, autotune }?: {
+}, { onProgress, verify, cache, fusion, preflight, limits, autotune, chunkBytes }?: {
     onProgress?: (event: {
         stage: "fetch" | "verify" | "python" | "plan" | "upload" | "compile" | "ready";
         file?: string;
@@ -90,6 +95,7 @@ export function loadModel(source: string | URL | {
     preflight?: boolean;
     limits?: "default" | Record<string, number> | null;
     autotune?: boolean;
+    chunkBytes?: number;
 }): Promise<Model>;
 /**
  * What this browser offers webpte, before any download: `{webgpu, adapter: {vendor,

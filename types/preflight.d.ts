@@ -42,6 +42,21 @@ export function preflightModel(folder: import("./files.js").UrlFolder | LocalFol
     limits?: Record<string, number> | null;
 }): Promise<{}>;
 /**
+ * The files of a preflighted program as streamed sources (web/sources.js), each checked
+ * against the ranges the plan was read from as its chunks pass, and the preflight's plan;
+ * null when the preflight made none. The plan is taken out of `preflighted`.
+ * @param {object | null} preflighted preflightProgram's answer
+ * @param {string} url @param {string[]} data the data files' URLs, in the preflight's order
+ * @param {{chunkBytes?: number}} [options] bytes a Range request reads
+ * @returns {{files: CheckedFile[], planned: object} | null}
+ */
+export function streamPlanned(preflighted: object | null, url: string, data?: string[], { chunkBytes }?: {
+    chunkBytes?: number;
+}): {
+    files: CheckedFile[];
+    planned: object;
+} | null;
+/**
  * The plan a preflight made, for the downloaded `bytes` of the same file (the same size, and
  * the same bytes wherever Python read ranges), so the load does not plan the program again;
  * null when there is none or the file differs. It is taken out of `preflighted` (stats keep
@@ -61,3 +76,4 @@ export function takePlan(preflighted: object | null, bytes: ArrayBuffer, data?: 
     bytes_read: number;
 } | null;
 import { LocalFolder } from './files.js';
+import { CheckedFile } from './sources.js';

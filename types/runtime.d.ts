@@ -51,7 +51,9 @@ export function planFeatures(): Promise<string[]>;
 /**
  * Plan (in Python, unless `plan` is given) and upload one method of a program file.
  * Emits plan, upload, compile (kernels), but not ready.
- * @param {ArrayBuffer} bytes the .pte file
+ * @param {ArrayBuffer | object} bytes the .pte file, in memory or a streamed source
+ *   (web/sources.js; then `data` files' `bytes` may be too, and `onBytes(file, n)` counts
+ *   their bytes as they stream into the GPU buffers)
  * `inputShapes` (dims per input) plans a method exported with dynamic shapes for those dims.
  * `autotune` plans the decode variant measured fastest on this adapter (web/autotune.js) in
  * place of `plan` (stats.autotune says which, with its times or `cached`).
@@ -64,7 +66,7 @@ export function planFeatures(): Promise<string[]>;
  *   inputShapes?: number[][] | null, autotune?: boolean, emit: (e: object) => void}} options
  * @returns {Promise<{executor: Executor, positionInput: number[] | null, dynamic: boolean, stats: object}>}
  */
-export function loadExecutor(bytes: ArrayBuffer, { method, plan, fusion, poison, inputShapes, autotune, caps, data, emit }: {
+export function loadExecutor(bytes: ArrayBuffer | object, { method, plan, fusion, poison, inputShapes, autotune, caps, data, emit, onBytes }: {
     method?: string;
     plan?: string | object | null;
     fusion?: string;

@@ -1,0 +1,60 @@
+/**
+ * The streamed program files of `specs` (roles in STREAMED_ROLES) of `folder`: a Map name ->
+ * VerifiedFile. A file in the cache is read from it (its blob, in slices); one a preflight
+ * planned (`ranges`: name -> its Ranges) is read by Range requests while it streams into the
+ * GPU, and cached as it passes; any other is downloaded first (into the cache, or a Blob
+ * without one) and verified, since its plan needs random reads. `progress` (web/progress.js,
+ * stage fetch) counts the bytes downloaded here; the streamed ones are counted by the loader.
+ * `problems` gets a line per missing file.
+ * @returns {Promise<Map<string, VerifiedFile>>}
+ * @throws {HashMismatchError | QuotaError | InputError}
+ */
+export function programFiles(folder: any, specs: any, { verify, cache, ranges, chunkBytes, progress, problems }: {
+    verify?: boolean;
+    cache?: boolean;
+    ranges?: Map<any, any>;
+    chunkBytes: any;
+    progress: any;
+    problems: any;
+}): Promise<Map<string, VerifiedFile>>;
+/** Roles of a model's files that are streamed to the GPU, not held. */
+export const STREAMED_ROLES: readonly string[];
+/**
+ * A streamed file checked against its pinned size and sha256 (`spec`) as its chunks pass;
+ * `sink` (a cache entry being written) gets each chunk and is kept only if the file is whole
+ * and matches. A mismatch is a HashMismatchError after the last chunk: the executor being
+ * built from it is then disposed, so the file is never used.
+ */
+export class VerifiedFile {
+    /**
+     * @param {object} file a source of web/sources.js
+     * @param {{name: string, size?: number | null, sha256?: string | null}} spec
+     * @param {{verify?: boolean, sink?: object | null, fromCache?: boolean, where?: string, counted?: boolean}} [options]
+     */
+    constructor(file: object, spec: {
+        name: string;
+        size?: number | null;
+        sha256?: string | null;
+    }, { verify, sink, fromCache, where, counted }?: {
+        verify?: boolean;
+        sink?: object | null;
+        fromCache?: boolean;
+        where?: string;
+        counted?: boolean;
+    });
+    file: any;
+    spec: {
+        name: string;
+        size?: number | null;
+        sha256?: string | null;
+    };
+    name: any;
+    size: any;
+    verify: boolean;
+    sink: any;
+    fromCache: boolean;
+    where: string;
+    counted: boolean;
+    readSync(start: any, stop: any): any;
+    chunks(onBytes: any, options: any): AsyncGenerator<any, void, unknown>;
+}
