@@ -1,5 +1,5 @@
-"""Gather-map layout ops: slice_copy, split_with_sizes_copy, expand_copy, repeat, flip,
-constant_pad_nd, pixel_shuffle/unshuffle, on every storage kind (f32, i32, packed
+"""Gather-map layout ops: slice_copy, slice_scatter, split_with_sizes_copy, expand_copy,
+repeat, flip, constant_pad_nd, pixel_shuffle/unshuffle, on every storage kind (f32, i32, packed
 int8/uint8, bool), each against the reference and the reference against an independent
 numpy formula, exactly."""
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from harness import assert_close, run_graph_both
-from webpte.errors import PlanError
+from webpte.errors import PlanError, UnsupportedOpError
 from webpte.kernels.layout.slice import slice_bounds
 from webpte.plan import lower
 from webpte.pte.builder import GraphBuilder
@@ -66,6 +66,40 @@ def test_slice_copy(gpu, rng, shape, dim, start, end, step, dtype):
     x, out, ref = _run(rng, "aten.slice_copy.Tensor", shape, out_shape, dtype, dim, start,
                        end, step)
     _check(out, ref, x[(slice(None),) * d + (window,)], "slice")
+
+
+SCATTERS = [
+    ((7, 5), 0, 2, 5, np.float32),                  # a buffer's rows: `buf[2:5] = src`
+    ((3, 9, 5), 1, -6, INT64_MAX, np.int8),         # packed: words shared with self's bytes
+    ((4, 13), -1, 0, 13, np.int32),                 # the whole dim
+    ((2, 6), 1, 1, 4, np.bool_),
+    ((2, 6), 1, 4, 2, np.float32),                  # an empty window: a copy of self
+]
+
+
+@pytest.mark.parametrize("shape,dim,start,end,dtype", SCATTERS,
+                         ids=[str(c[:4]) for c in SCATTERS])
+def test_slice_scatter(gpu, rng, shape, dim, start, end, dtype):
+    d = dim % len(shape)
+    window = (slice(None),) * d + (slice(start, None if end == INT64_MAX else end),)
+    src_shape = np.empty(shape)[window].shape
+    b = GraphBuilder()
+    x, src, o = b.tensor(dtype, shape), b.tensor(dtype, src_shape), b.tensor(dtype, shape)
+    b.op("aten.slice_scatter.default", x, src, *[b.scalar(v) for v in (dim, start, end, 1)], o)
+    g, blob = b.build([x, src], [o])
+    xv, sv = _rand(rng, shape, dtype), _rand(rng, src_shape, dtype)
+    (out,), (ref,) = run_graph_both(g, blob, [xv, sv])
+    expect = xv.copy()
+    expect[window] = sv
+    _check(out, ref, expect, "slice_scatter")
+
+
+def test_slice_scatter_refuses_steps():
+    b = GraphBuilder()
+    x, src, o = (b.tensor(np.float32, s) for s in ((6, 3), (3, 3), (6, 3)))
+    b.op("aten.slice_scatter.default", x, src, *[b.scalar(v) for v in (0, 0, 6, 2)], o)
+    with pytest.raises(UnsupportedOpError, match="step 2"):
+        lower(b.build([x, src], [o])[0])
 
 
 def test_slice_bounds_follow_python_slicing():
