@@ -446,7 +446,7 @@ def compute_sink_kv(
     config: DecoderConfig, weights: Mapping[str, torch.Tensor], row: torch.Tensor
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Per layer (k, v), each (Hkv, D), that the f32 model writes for `row` (dim,) at position 0."""
-    f32 = build_decoder(replace(config, q8=False, sink=False), weights)
+    f32 = build_decoder(replace(config, q8=False, q4="", sink=False), weights)
     embeds = torch.zeros(1, config.window, config.dim)
     embeds[0, 0] = row
     f32(embeds, torch.tensor([0]))
