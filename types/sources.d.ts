@@ -1,17 +1,14 @@
 /**
  * A Response body of unknown layout (no byte ranges to plan from) kept as a Blob without
- * holding it: its chunks go to the browser's blob store in parts of at most BLOB_CHUNK bytes.
- * @param {AsyncIterable<{bytes: Uint8Array}>} chunks @param {{hold: Function, release: Function} | null} meter
+ * holding it: its chunks go to the browser's blob store in parts of about CHUNK_BYTES.
+ * @param {AsyncIterable<{bytes: Uint8Array}>} chunks
  * @returns {Promise<Blob>}
  */
 export function blobOf(chunks: AsyncIterable<{
     bytes: Uint8Array;
-}>, meter?: {
-    hold: Function;
-    release: Function;
-} | null): Promise<Blob>;
-/** Bytes a read of a Blob holds at once (the bound of a cached or local file's chunks). */
-export const BLOB_CHUNK: number;
+}>): Promise<Blob>;
+/** Bytes a streamed file is read in unless the caller says (loadProgram's `chunkBytes`). */
+export const CHUNK_BYTES: number;
 /** A file the caller gave in memory. */
 export class BytesFile {
     /** @param {ArrayBuffer | ArrayBufferView} bytes @param {string} name */

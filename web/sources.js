@@ -9,8 +9,8 @@
 
 import { InputError } from './errors.js';
 
-/** Bytes a read of a Blob holds at once (the bound of a cached or local file's chunks). */
-export const BLOB_CHUNK = 8 << 20;
+/** Bytes a streamed file is read in unless the caller says (loadProgram's `chunkBytes`). */
+export const CHUNK_BYTES = 8 << 20;
 
 /**
  * Read `n` bytes of `stream` into `buffer` (at least `n` bytes; BYOB reads transfer it, so the
@@ -63,8 +63,8 @@ export class BytesFile {
   readSync(start, stop) { return this.bytes.subarray(start, stop); }
 
   async* chunks(onBytes = () => {}) {
-    for (let at = 0; at < this.size; at += BLOB_CHUNK) {
-      const bytes = this.bytes.subarray(at, at + BLOB_CHUNK);
+    for (let at = 0; at < this.size; at += CHUNK_BYTES) {
+      const bytes = this.bytes.subarray(at, at + CHUNK_BYTES);
       onBytes(bytes.byteLength);
       yield { offset: at, bytes };
     }
@@ -74,7 +74,7 @@ export class BytesFile {
 /** A File/Blob (a local file, or a cached Response's body): ranges read on demand. */
 export class BlobFile {
   /** @param {Blob} blob @param {string} name @param {{chunkBytes?: number}} [options] */
-  constructor(blob, name, { chunkBytes = BLOB_CHUNK } = {}) {
+  constructor(blob, name, { chunkBytes = CHUNK_BYTES } = {}) {
     this.blob = blob;
     this.size = blob.size;
     this.name = name;
@@ -121,7 +121,7 @@ export class RangedFile {
    * @param {(start: number, stop: number) => Uint8Array} readSync Python's ranges (the preflight's)
    * @param {{chunkBytes?: number, attempts?: number}} [options]
    */
-  constructor(url, size, readSync, { chunkBytes = BLOB_CHUNK, attempts = 4 } = {}) {
+  constructor(url, size, readSync, { chunkBytes = CHUNK_BYTES, attempts = 4 } = {}) {
     this.url = url;
     this.name = url;
     this.size = size;
@@ -249,7 +249,7 @@ export class UrlFile {
       } else if (resp.ok && resp.status !== 206) {
         const encoded = (resp.headers.get('content-encoding') ?? 'identity') !== 'identity';
         const length = Number(resp.headers.get('content-length'));
-        if (this.size == null && attempt === 1) size = !encoded && resp.headers.has('content-length') ? length : null;
+        if (this.size == null && attempt === 1) this.size = size = !encoded && resp.headers.has('content-length') ? length : null;
         if (!encoded && resp.headers.has('content-length') && length !== size) {
           await resp.body?.cancel();
           throw new InputError(`${url} is ${length} bytes now, ${size} when its plan was read; it changed on the server: load it again`);
@@ -302,25 +302,23 @@ export class UrlFile {
 
 /**
  * A Response body of unknown layout (no byte ranges to plan from) kept as a Blob without
- * holding it: its chunks go to the browser's blob store in parts of at most BLOB_CHUNK bytes.
- * @param {AsyncIterable<{bytes: Uint8Array}>} chunks @param {{hold: Function, release: Function} | null} meter
+ * holding it: its chunks go to the browser's blob store in parts of about CHUNK_BYTES.
+ * @param {AsyncIterable<{bytes: Uint8Array}>} chunks
  * @returns {Promise<Blob>}
  */
-export async function blobOf(chunks, meter = null) {
+export async function blobOf(chunks) {
   const parts = [];
   let batch = [];
   let held = 0;
   const flush = () => {
     if (batch.length) parts.push(new Blob(batch));
-    meter?.release(held);
     batch = [];
     held = 0;
   };
   for await (const { bytes } of chunks) {
-    batch.push(bytes.slice());
+    batch.push(bytes.slice()); // a chunk's buffer may be reused for the next one
     held += bytes.byteLength;
-    meter?.hold(bytes.byteLength);
-    if (held >= BLOB_CHUNK) flush();
+    if (held >= CHUNK_BYTES) flush();
   }
   flush();
   return new Blob(parts);

@@ -1,6 +1,6 @@
 // Tier 2, streamed loading: a program by URL is planned from its Range reads and its body
 // streams into the GPU buffers; the outputs are bitwise those of the same program given as an
-// ArrayBuffer (whole-file path) and as a Blob; the loader held no more than two chunks of
+// ArrayBuffer (whole-file path), as a Blob and from a server without byte ranges; the loader held no more than two chunks of
 // `chunkBytes` and the largest tensor it converts; a body that differs from what the plan was read from, or is cut and cannot resume,
 // is an InputError. A model folder's programs stream too: from the network (planned by the
 // preflight, written to the cache as they pass, checked against their pinned sha256) and
@@ -81,6 +81,16 @@ describe('streamed loading', () => {
   test('a Blob is read in slices: outputs bitwise those of the ArrayBuffer', LONG, async () => {
     const got = await loadAndRun('blob');
     assert.equal(got.error, undefined, JSON.stringify(got.error));
+    assert.equal(got.stats.streamed, true);
+    assert.deepEqual(got.outs, whole.outs);
+  });
+
+  test('a server without byte ranges: the body is kept as a Blob, planned from and streamed; outputs bitwise the same', LONG, async () => {
+    const bytes = readFileSync(join(ROOT, 'tests/fixtures', FIXTURE));
+    await s.page.context().route('**/norange/*.pte', (route) => route.fulfill({ status: 200, body: bytes }));
+    const got = await loadAndRun('/norange/prog.pte');
+    assert.equal(got.error, undefined, JSON.stringify(got.error));
+    assert.match(got.stats.preflight?.skipped ?? '', /does not serve byte ranges/);
     assert.equal(got.stats.streamed, true);
     assert.deepEqual(got.outs, whole.outs);
   });
