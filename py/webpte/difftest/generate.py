@@ -87,6 +87,12 @@ class Builder:
     counters: dict[str, int] = field(default_factory=dict)
     buffers: dict[str, Val] = field(default_factory=dict)
     observed: set[str] = field(default_factory=set)   # buffers read after their last write
+    # ExecuTorch 1.5.1 bakes a buffer read in one delegate and written in another into the
+    # first as a constant (tests/fixtures/difftest/buffer_baked_into_delegate.py), so a
+    # program reads a buffer before its add_ or writes one by index or slice (a portable
+    # kernel that splits the delegates), not both.
+    read_before_add: bool = False
+    split_write: bool = False
 
     # -- names and shapes -------------------------------------------------------------
     def fresh(self, prefix: str) -> str:

@@ -44,7 +44,9 @@ def mutate(b: Builder) -> bool:
     if kind == "add":
         if buf is None or buf.shape != src.shape and not _broadcasts_to(src.shape, buf.shape):
             buf = _buffer(b, src.shape if src.rank else (b.dim(),))
-        if b.chance(0.5):   # read the state before the write, as attention reads a cache
+        read = b.chance(0.5)    # read the state before the write, as attention reads a cache
+        if read and not b.split_write:
+            b.read_before_add = True
             b.emit(f"{buf.name} * 0.5", buf.shape, FLOAT, (buf,), distinct=False,
                    bound=buf.bound * 0.5 + 1)
         b.body.append(f"{buf.name}.add_({src.name})")
@@ -54,6 +56,9 @@ def mutate(b: Builder) -> bool:
         return False
     rows = src.shape[0]
     if kind in ("index_put", "index_copy", "slice"):
+        if b.read_before_add:
+            return False
+        b.split_write = True
         if buf is None or buf.shape[1:] != src.shape[1:] or buf.shape[0] < rows:
             buf = _buffer(b, (rows + b.rng.randint(0, 5),) + src.shape[1:])
         if kind == "slice":
