@@ -36,20 +36,25 @@ async function main() {
       try {
       const t0 = performance.now();
       let bytes = 0;
+      const uncached = [];
       const model = await suite.webpte.loadModel('/model/', {
-        limits, cache, onProgress: (ev) => { if (ev.total) bytes = Math.max(bytes, ev.total); },
+        limits, cache, onProgress: (ev) => {
+          if (ev.total) bytes = Math.max(bytes, ev.total);
+          if (ev.stage === 'cache') uncached.push(`${ev.file} (${ev.error.name})`);
+        },
       });
       const loadMs = performance.now() - t0;
       let done = null;
       for await (const ev of model.generate({ prompt, maxNewTokens })) if (ev.type === 'done') done = ev;
-      return { loadMs, bytes, done };
+      return { loadMs, bytes, done, uncached };
       } catch (err) {
         return { error: { name: err?.name, message: String(err?.message ?? err) } };
       }
     }, { prompt: want.prompt, maxNewTokens: want.max_new_tokens, limits: opts.limits, cache: opts.cache });
     if (got.error) throw new Error(`the page failed: ${JSON.stringify(got.error)}`);
     const ref = want.reference.token_ids;
-    console.log(`load ${(got.loadMs / 1000).toFixed(1)} s (${(got.bytes / 2 ** 20).toFixed(0)} MiB of files)`);
+    console.log(`load ${(got.loadMs / 1000).toFixed(1)} s (${(got.bytes / 2 ** 20).toFixed(0)} MiB of files)`
+      + (got.uncached.length ? `; the browser refused to cache ${got.uncached.join(', ')}` : ''));
     const d = got.done;
     console.log(`prompt ${d.computedRows} rows in ${d.prefillSeconds.toFixed(1)} s; ${d.newTokens} tokens at `
       + `${d.decodeTokensPerSecond.toFixed(2)} tokens/s (${(1000 / d.decodeTokensPerSecond).toFixed(0)} ms a token)`);

@@ -92,7 +92,10 @@ export class ExternalDataError extends WebpteError {
     key: string;
     file: string;
 }
-/** The browser refused to store model files (storage quota). */
+/**
+ * The browser refused to store model files for its storage quota: the name of a `cache`
+ * progress event's `error` (loadModel then loads without caching them).
+ */
 export class QuotaError extends WebpteError {
 }
 /** No usable WebGPU adapter or device. */

@@ -24,6 +24,22 @@ export function findMeta(folder: UrlFolder | LocalFolder): Promise<{
     bytes: ArrayBuffer;
 }>;
 /**
+ * The `cache` progress event of a file the browser refused to store: the model loads without
+ * it in the cache (the bytes are in hand; losing the download to a storage failure would be
+ * worse). `error.name` is 'QuotaError' when the site's storage quota is used up, else
+ * 'WebpteError' (the browser's own storage failure, e.g. a private window's in-memory limit).
+ * @param {string} file @param {string} url @param {number | null} size @param {unknown} err
+ */
+export function cacheRefusal(file: string, url: string, size: number | null, err: unknown): {
+    stage: string;
+    file: string;
+    stored: boolean;
+    error: {
+        name: string;
+        message: string;
+    };
+};
+/**
  * Read every file of `specs` (`[{name, size, sha256}]`, web_glue.model_manifest) from
  * `folder`, check sizes and pinned sha256 values, and cache verified pinned files of a URL
  * folder. Files already in hand (`have`, e.g. the meta file probed first) are not read again.
@@ -36,7 +52,8 @@ export function findMeta(folder: UrlFolder | LocalFolder): Promise<{
  * @param {{verify?: boolean, cache?: boolean, emit?: (e: object) => void, have?: Map<string, ArrayBuffer>,
  *   progress?: Progress}} [options]
  * @returns {Promise<Map<string, ArrayBuffer>>}
- * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError}
+ * A file the browser refuses to store is a `cache` event (cacheRefusal), not a failure.
+ * @throws {ModelFolderError | HashMismatchError | InputError}
  */
 export function readModelFiles(folder: UrlFolder | LocalFolder, specs: {
     name: string;

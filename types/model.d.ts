@@ -49,12 +49,14 @@
  *   fetched from `${base}${name}`; a missing trailing '/' is added), or local files (e.g. from
  *   `<input type=file webkitdirectory>` or a drop) matched by relative path, else by name
  * @param {object} [options]
- * @param {(event: {stage: 'fetch'|'verify'|'python'|'plan'|'upload'|'compile'|'ready', file?: string,
- *   loaded?: number, total?: number, fileLoaded?: number, fileTotal?: number, etaSeconds?: number | null}) => void}
+ * @param {(event: {stage: 'fetch'|'verify'|'cache'|'python'|'plan'|'upload'|'compile'|'ready', file?: string,
+ *   loaded?: number, total?: number, fileLoaded?: number, fileTotal?: number, etaSeconds?: number | null,
+ *   stored?: false, error?: {name: 'QuotaError' | 'WebpteError', message: string}}) => void}
  *   [options.onProgress] `fetch`: `loaded`/`total` bytes over all files of the model (the
  *   programs' bytes count as they stream into the GPU, after `upload`); `verify` of the held files:
  *   `fileLoaded`/`fileTotal` of `file`, `etaSeconds` at the network rate (null until known);
- *   plan/upload/compile come once per program (decoder, then vision)
+ *   plan/upload/compile come once per program (decoder, then vision); `cache` (`stored: false`,
+ *   `error`) when the browser refused to store `file`: the model loads without it cached
  * @param {boolean} [options.verify] check pinned sha256 values (default true)
  * @param {boolean} [options.cache] keep fetched files in the Cache API (default true)
  * @param {'all' | 'elementwise' | 'none'} [options.fusion] how much the planner fuses
@@ -74,20 +76,25 @@
  *   or the local file into the GPU buffers, checked against their pinned sha256 as they pass
  *   (a file that fails is neither used nor cached); the other files are held
  * @returns {Promise<Model>}
- * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError | PteFormatError |
+ * @throws {ModelFolderError | HashMismatchError | InputError | PteFormatError |
  *   UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | WorkerError}
  */
 export function loadModel(source: string | URL | {
     files: File[] | FileList;
 }, { onProgress, verify, cache, fusion, preflight, limits, autotune, chunkBytes }?: {
     onProgress?: (event: {
-        stage: "fetch" | "verify" | "python" | "plan" | "upload" | "compile" | "ready";
+        stage: "fetch" | "verify" | "cache" | "python" | "plan" | "upload" | "compile" | "ready";
         file?: string;
         loaded?: number;
         total?: number;
         fileLoaded?: number;
         fileTotal?: number;
         etaSeconds?: number | null;
+        stored?: false;
+        error?: {
+            name: "QuotaError" | "WebpteError";
+            message: string;
+        };
     }) => void;
     verify?: boolean;
     cache?: boolean;

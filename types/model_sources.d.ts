@@ -7,7 +7,8 @@
  * stage fetch) counts the bytes downloaded here; the streamed ones are counted by the loader.
  * `problems` gets a line per missing file.
  * @returns {Promise<Map<string, VerifiedFile>>}
- * @throws {HashMismatchError | QuotaError | InputError}
+ * A file the browser refuses to store is a `cache` event on `progress.emit`, not a failure.
+ * @throws {HashMismatchError | InputError}
  */
 export function programFiles(folder: any, specs: any, { verify, cache, ranges, chunkBytes, progress, problems }: {
     verify?: boolean;

@@ -3,7 +3,7 @@
 // crypto.subtle before use. Which files and which hashes is Python's answer
 // (web_glue.model_manifest, from webpte.host.files); this module only moves and checks bytes.
 
-import { HashMismatchError, InputError, ModelFolderError, QuotaError } from './errors.js';
+import { HashMismatchError, InputError, ModelFolderError } from './errors.js';
 import { Progress } from './progress.js';
 
 /** Cache API name; bump the version when the way entries are stored changes. */
@@ -219,16 +219,31 @@ async function cached(cache, url) {
   return hit ? hit.arrayBuffer() : null;
 }
 
-async function store(cache, url, bytes) {
+/**
+ * The `cache` progress event of a file the browser refused to store: the model loads without
+ * it in the cache (the bytes are in hand; losing the download to a storage failure would be
+ * worse). `error.name` is 'QuotaError' when the site's storage quota is used up, else
+ * 'WebpteError' (the browser's own storage failure, e.g. a private window's in-memory limit).
+ * @param {string} file @param {string} url @param {number | null} size @param {unknown} err
+ */
+export function cacheRefusal(file, url, size, err) {
+  const quota = err?.name === 'QuotaExceededError';
+  const what = `the browser refused to store ${size == null ? 'the' : MB(size)} model file ${url}`;
+  const message = quota
+    ? `${what}: its storage quota for this site is used up. The model loads without caching it; free space `
+      + '(clear this site\'s data or other large site data) to keep it for the next load, or load with { cache: false }'
+    : `${what} (${err?.name ?? 'Error'}: ${err?.message ?? err}). The model loads without caching it`;
+  return { stage: 'cache', file, stored: false, error: { name: quota ? 'QuotaError' : 'WebpteError', message } };
+}
+
+/** Store `bytes` at `url`; null, or the `cache` event saying the browser refused it. */
+async function store(cache, file, url, bytes) {
   try {
     await cache.put(url, new Response(bytes, { headers: { 'content-length': String(bytes.byteLength) } }));
+    return null;
   } catch (err) {
-    if (err?.name === 'QuotaExceededError') {
-      throw new QuotaError(`the browser refused to store ${MB(bytes.byteLength)} of model files (${url}): `
-        + 'its storage quota for this site is used up. Free space (clear this site\'s data or other '
-        + 'large site data) and retry, or load with { cache: false } to keep the model in memory only');
-    }
-    throw err;
+    await cache.delete(url).catch(() => {});
+    return cacheRefusal(file, url, bytes.byteLength, err);
   }
 }
 
@@ -252,7 +267,8 @@ function checkSize(spec, bytes) {
  * @param {{verify?: boolean, cache?: boolean, emit?: (e: object) => void, have?: Map<string, ArrayBuffer>,
  *   progress?: Progress}} [options]
  * @returns {Promise<Map<string, ArrayBuffer>>}
- * @throws {ModelFolderError | HashMismatchError | QuotaError | InputError}
+ * A file the browser refuses to store is a `cache` event (cacheRefusal), not a failure.
+ * @throws {ModelFolderError | HashMismatchError | InputError}
  */
 export async function readModelFiles(folder, specs, { verify = true, cache = true, emit = () => {}, have = new Map(), progress: shared = null } = {}) {
   const store_ = folder instanceof UrlFolder ? await openCache(cache) : null;
@@ -331,7 +347,8 @@ export async function readModelFiles(folder, specs, { verify = true, cache = tru
   if (store_) {
     for (const spec of specs) {
       if (spec.sha256 && !fromCache.has(spec.name)) {
-        await store(store_, folder.url(spec.name), out.get(spec.name));
+        const refused = await store(store_, spec.name, folder.url(spec.name), out.get(spec.name));
+        if (refused) emit(refused);
       }
     }
   }

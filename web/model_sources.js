@@ -5,42 +5,38 @@
 // passes and kept only once it is whole and verified. The other files of the folder
 // (tokenizer, embeddings, meta) are read whole by web/files.js readModelFiles.
 
-import { HashMismatchError, QuotaError } from './errors.js';
-import { CACHE_NAME, LocalFolder, MissingFile } from './files.js';
+import { HashMismatchError } from './errors.js';
+import { CACHE_NAME, LocalFolder, MissingFile, cacheRefusal } from './files.js';
 import { Sha256 } from './sha256.js';
 import { BlobFile, CheckedFile, RangedFile, UrlFile, blobOf } from './sources.js';
 
 /** Roles of a model's files that are streamed to the GPU, not held. */
 export const STREAMED_ROLES = Object.freeze(['decoder', 'vision', 'decoder_data', 'vision_data']);
 
-const MB = (n) => `${(n / 1e6).toFixed(1)} MB`;
-
 /**
  * A cache entry written as a file streams: `write` each chunk (waits while the cache is
  * behind), `close` once the file is verified (the entry is kept), `abort` otherwise (none is).
  */
-function cacheSink(store, url, size) {
+function cacheSink(store, url, size, onRefused) {
   const { readable, writable } = new TransformStream();
   const headers = size != null ? { 'content-length': String(size) } : {};
   const put = store.put(url, new Response(readable, { headers }));
-  put.catch(() => {});
+  let refused = null;
+  put.catch((err) => { refused = err; });
   const writer = writable.getWriter();
   return {
     async write(bytes) {
-      await writer.ready;
+      if (refused) return; // the browser gave up storing it: the file streams on uncached
+      await writer.ready.catch(() => {});
       writer.write(bytes).catch(() => {});
     },
     async close() {
-      await writer.close();
+      await writer.close().catch(() => {});
       try {
         await put;
       } catch (err) {
-        if (err?.name === 'QuotaExceededError') {
-          throw new QuotaError(`the browser refused to store ${size == null ? 'the' : MB(size)} model file ${url}: `
-            + 'its storage quota for this site is used up. Free space (clear this site\'s data or other '
-            + 'large site data) and retry, or load with { cache: false } to keep the model in memory only');
-        }
-        throw err;
+        await store.delete(url).catch(() => {});
+        onRefused(err);
       }
     },
     async abort(why) {
@@ -126,7 +122,8 @@ async function openCache(enabled) {
  * stage fetch) counts the bytes downloaded here; the streamed ones are counted by the loader.
  * `problems` gets a line per missing file.
  * @returns {Promise<Map<string, VerifiedFile>>}
- * @throws {HashMismatchError | QuotaError | InputError}
+ * A file the browser refuses to store is a `cache` event on `progress.emit`, not a failure.
+ * @throws {HashMismatchError | InputError}
  */
 export async function programFiles(folder, specs, { verify = true, cache = true, ranges = new Map(), chunkBytes, progress, problems }) {
   const out = new Map();
@@ -141,6 +138,7 @@ export async function programFiles(folder, specs, { verify = true, cache = true,
     }
     const url = folder.url(spec.name);
     const keep = store && spec.sha256 ? store : null;
+    const refused = (size) => (err) => progress.emit(cacheRefusal(spec.name, url, size, err));
     const hit = keep && await keep.match(url);
     if (hit) {
       out.set(spec.name, new VerifiedFile(new BlobFile(await hit.blob(), spec.name, { chunkBytes }), spec, { ...opts, fromCache: true }));
@@ -150,17 +148,20 @@ export async function programFiles(folder, specs, { verify = true, cache = true,
     if (planned) {
       const file = new CheckedFile(new RangedFile(url, planned.size, (a, b) => planned.read(a, b), { chunkBytes }), planned.held);
       file.name = spec.name;
-      out.set(spec.name, new VerifiedFile(file, spec, { ...opts, sink: keep && cacheSink(keep, url, planned.size) }));
+      out.set(spec.name, new VerifiedFile(file, spec, { ...opts, sink: keep && cacheSink(keep, url, planned.size, refused(planned.size)) }));
       continue;
     }
-    const net = new VerifiedFile(new UrlFile(url, null, { missing: (why) => new MissingFile(why) }), spec, { ...opts, sink: keep && cacheSink(keep, url, spec.size) });
+    const net = new VerifiedFile(new UrlFile(url, null, { missing: (why) => new MissingFile(why) }), spec, { ...opts, sink: keep && cacheSink(keep, url, spec.size, refused(spec.size)) });
     const count = (n) => progress.add(spec.name, n, { network: true });
     let blob;
     try {
       if (keep) {
         const chunks = net.chunks(count);
         while (!(await chunks.next()).done); // eslint-disable-line no-empty
-        blob = await (await keep.match(url)).blob();
+        const hit = await keep.match(url);
+        // Refused by the cache (a `cache` event said so): downloaded again into a Blob.
+        blob = hit ? await hit.blob()
+          : await blobOf(new VerifiedFile(new UrlFile(url, null, { missing: (why) => new MissingFile(why) }), spec, opts).chunks(() => {}));
       } else {
         blob = await blobOf(net.chunks(count));
       }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { LocalFolder, UrlFolder, findMeta, readModelFiles, sha256Hex } from '../../web/files.js';
 import { Progress } from '../../web/progress.js';
-import { HashMismatchError, ModelFolderError, QuotaError } from '../../web/errors.js';
+import { HashMismatchError, ModelFolderError } from '../../web/errors.js';
 
 const BASE = 'http://127.0.0.1:9/m/';
 const bytes = (n, seed = 1) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed * 7) % 251);
@@ -32,7 +32,7 @@ function fakeNetwork(files, { chunk = 1000 } = {}) {
   return hits;
 }
 
-function fakeCaches({ quota = Infinity } = {}) {
+function fakeCaches({ quota = Infinity, fail = null } = {}) {
   const store = new Map();
   let used = 0;
   globalThis.caches = {
@@ -41,6 +41,7 @@ function fakeCaches({ quota = Infinity } = {}) {
         async match(url) { return store.has(url) ? new Response(store.get(url)) : undefined; },
         async put(url, resp) {
           const b = new Uint8Array(await resp.arrayBuffer());
+          if (fail) throw fail();
           if (used + b.length > quota) throw new DOMException('quota', 'QuotaExceededError');
           used += b.length;
           store.set(url, b);
@@ -140,12 +141,31 @@ test('a corrupted cache entry is detected by its hash and fetched again', async 
   assert.deepEqual(store.get(`${BASE}big.pte`), FILES['big.pte'], 'the cache holds the right bytes again');
 });
 
-test('a full storage quota is a QuotaError that says what to do', async () => {
+test('a full storage quota loads the files uncached, with a cache event that says what to do', async () => {
   fakeNetwork(FILES);
-  fakeCaches({ quota: 2000 });
-  const err = await readModelFiles(new UrlFolder(BASE), SPECS).catch((e) => e);
-  assert.ok(err instanceof QuotaError, String(err));
-  assert.match(err.message, /storage quota.*\{ cache: false \}/s);
+  const store = fakeCaches({ quota: 2000 });
+  const events = [];
+  const out = await readModelFiles(new UrlFolder(BASE), SPECS, { emit: (e) => events.push(e) });
+  assert.deepEqual(new Uint8Array(out.get('big.pte')), FILES['big.pte']);
+  const refused = events.filter((e) => e.stage === 'cache');
+  assert.ok(refused.length >= 1, JSON.stringify(events.map((e) => e.stage)));
+  for (const e of refused) {
+    assert.equal(e.stored, false);
+    assert.equal(e.error.name, 'QuotaError');
+    assert.match(e.error.message, /storage quota.*loads without caching.*\{ cache: false \}/s);
+    assert.equal(store.has(`${BASE}${e.file}`), false, `${e.file} is not half-stored`);
+  }
+});
+
+test('any other storage failure loads the files uncached too', async () => {
+  fakeNetwork(FILES);
+  const store = fakeCaches({ fail: () => new DOMException('Unexpected internal error.', 'UnknownError') });
+  const events = [];
+  const out = await readModelFiles(new UrlFolder(BASE), SPECS, { emit: (e) => events.push(e) });
+  assert.deepEqual(new Uint8Array(out.get('big.pte')), FILES['big.pte']);
+  const refused = events.filter((e) => e.stage === 'cache').map((e) => [e.file, e.error.name]);
+  assert.deepEqual(refused.sort(), SPECS.filter((s) => s.sha256).map((s) => [s.name, 'WebpteError']).sort());
+  assert.equal(store.size, 0);
 });
 
 test('missing files are one ModelFolderError listing each', async () => {
