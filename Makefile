@@ -210,6 +210,18 @@ sr: $(VENV)/.export-deps
 	$(BIN)/webpte run build/sr/srvgg_x4_$(SR_CONVS)c_$(SR_SIZE).pte \
 	  --inputs build/sr/srvgg_x4_$(SR_CONVS)c_$(SR_SIZE).npz --tolerance 1e-4
 
+# A greedy chat turn with a real-size decoder (made by `make real-size`) as a model folder:
+# seeded int8 embeddings and a ChatML character tokenizer of its vocab; the ids natively, on the
+# numpy interpreter and in the page (tools/real_size_chat.py, tools/chat_page.mjs).
+.PHONY: real-size-chat
+REAL_SIZE_CHAT ?= build/real_size/llama1b_2l_q8.pte
+
+real-size-chat: venv web
+	@mkdir -p $(XDG_RUNTIME_DIR)
+	$(BIN)/python tools/real_size_chat.py folder $(REAL_SIZE_CHAT) $(REAL_SIZE_CHAT:.pte=_chat)
+	$(BIN)/python tools/real_size_chat.py expect $(REAL_SIZE_CHAT:.pte=_chat) --limits default
+	node tools/chat_page.mjs $(REAL_SIZE_CHAT:.pte=_chat) --limits default
+
 # Long sessions natively: decode steps of the tiny q8 decoder create no GPU buffer or bind
 # group after load and RSS stays flat (tests/test_soak.py; CI runs 50 steps).
 .PHONY: soak
