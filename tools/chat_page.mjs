@@ -2,13 +2,15 @@
 // compared with the ids the folder's chat_expected.json records for webpte's numpy interpreter
 // (tools/real_size_chat.py expect): what a user of loadModel + generate gets at this size.
 //   node tools/chat_page.mjs FOLDER [--limits default|JSON] [--no-cache]
-// Prints the load time, the bytes of the folder, the prompt and decode times
+// Prints the load time, the bytes of the folder, the worker's peak JS heap during the load (CDP,
+// tools/worker_heap.mjs), the prompt and decode times
 // and the ids; exits 1 when the page's ids leave the interpreter's other than after a
 // genuine near-tie (the GPU's margin there under NEAR_TIE). Needs `npm run build` (dist/).
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSuitePage } from '../tests/browser/browser.mjs';
+import { heapPoller } from './worker_heap.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // Logit margin (random-weight logits are O(1..10)) within which another driver's float sums
@@ -30,31 +32,45 @@ function options(argv) {
 async function main() {
   const opts = options(process.argv.slice(2));
   const want = JSON.parse(readFileSync(join(opts.folder, 'chat_expected.json'), 'utf8'));
-  const s = await openSuitePage({ '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'), '/model/': opts.folder });
+  const s = await openSuitePage({ '/dist/': process.env.WEBPTE_DIST ?? join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'), '/model/': opts.folder });
   try {
-    const got = await s.page.evaluate(async ({ prompt, maxNewTokens, limits, cache }) => {
+    await s.page.evaluate(() => suite.webpte.runtimeInfo?.()); // the worker starts: its heap is polled
+    const poller = await heapPoller(s.page);
+    const loaded = await s.page.evaluate(async ({ limits, cache }) => {
       try {
-      const t0 = performance.now();
-      let bytes = 0;
-      const uncached = [];
-      const model = await suite.webpte.loadModel('/model/', {
-        limits, cache, onProgress: (ev) => {
-          if (ev.total) bytes = Math.max(bytes, ev.total);
-          if (ev.stage === 'cache') uncached.push(`${ev.file} (${ev.error.name})`);
-        },
-      });
-      const loadMs = performance.now() - t0;
-      let done = null;
-      for await (const ev of model.generate({ prompt, maxNewTokens })) if (ev.type === 'done') done = ev;
-      return { loadMs, bytes, done, uncached };
+        const t0 = performance.now();
+        let bytes = 0;
+        const uncached = [];
+        window.model = await suite.webpte.loadModel('/model/', {
+          limits, cache, onProgress: (ev) => {
+            if (ev.total) bytes = Math.max(bytes, ev.total);
+            if (ev.stage === 'cache') uncached.push(`${ev.file} (${ev.error.name})`);
+          },
+        });
+        return { loadMs: performance.now() - t0, bytes, uncached, stats: window.model.stats };
       } catch (err) {
         return { error: { name: err?.name, message: String(err?.message ?? err) } };
       }
-    }, { prompt: want.prompt, maxNewTokens: want.max_new_tokens, limits: opts.limits, cache: opts.cache });
+    }, { limits: opts.limits, cache: opts.cache });
+    const peakHeap = await poller.stop();
+    if (loaded.error) throw new Error(`the page failed: ${JSON.stringify(loaded.error)}`);
+    const got = await s.page.evaluate(async ({ prompt, maxNewTokens }) => {
+      try {
+        let done = null;
+        for await (const ev of window.model.generate({ prompt, maxNewTokens })) if (ev.type === 'done') done = ev;
+        return { done };
+      } catch (err) {
+        return { error: { name: err?.name, message: String(err?.message ?? err) } };
+      }
+    }, { prompt: want.prompt, maxNewTokens: want.max_new_tokens });
+    Object.assign(got, loaded);
     if (got.error) throw new Error(`the page failed: ${JSON.stringify(got.error)}`);
     const ref = want.reference.token_ids;
     console.log(`load ${(got.loadMs / 1000).toFixed(1)} s (${(got.bytes / 2 ** 20).toFixed(0)} MiB of files)`
       + (got.uncached.length ? `; the browser refused to cache ${got.uncached.join(', ')}` : ''));
+    const held = got.stats.embeddings_held_bytes;
+    console.log(`worker memory: peak JS heap (with ArrayBuffers) during the load ${(peakHeap / 2 ** 20).toFixed(1)} MiB`
+      + (held == null ? '' : `; the embedding table held at most ${(held / 2 ** 20).toFixed(2)} MiB at once`));
     const d = got.done;
     console.log(`prompt ${d.computedRows} rows in ${d.prefillSeconds.toFixed(1)} s; ${d.newTokens} tokens at `
       + `${d.decodeTokensPerSecond.toFixed(2)} tokens/s (${(1000 / d.decodeTokensPerSecond).toFixed(0)} ms a token)`);

@@ -91,7 +91,8 @@ import { imagePixels } from './image.js';
  * @param {number} [options.chunkBytes] bytes the programs' files are read in (see loadProgram):
  *   the decoder and vision programs and their data files stream from the network, the cache
  *   or the local file into the GPU buffers, checked against their pinned sha256 as they pass
- *   (a file that fails is neither used nor cached); the other files are held
+ *   (a file that fails is neither used nor cached); the embedding table is kept as a Blob,
+ *   checked in chunks of this size and read by rows as windows need them; the other files are held
  * @returns {Promise<Model>}
  * @throws {ModelFolderError | HashMismatchError | InputError | PteFormatError |
  *   UnsupportedOpError | PlanError | AdapterError | AdapterLimitsError | WorkerError}

@@ -2,16 +2,20 @@
 // sources (web/sources.js), so a model's weights go from the network, the Cache API or a
 // local file to the GPU buffers in bounded chunks. Each is checked against its pinned size
 // and sha256 as it passes (web/sha256.js); a fetched file is written to the cache as it
-// passes and kept only once it is whole and verified. The other files of the folder
-// (tokenizer, embeddings, meta) are read whole by web/files.js readModelFiles.
+// passes and kept only once it is whole and verified. The embedding table is kept as a Blob
+// the same way (its rows are read as windows need them: web/embeddings.js). The other files
+// of the folder (tokenizer, embedding scales, meta) are read whole by web/files.js readModelFiles.
 
-import { HashMismatchError } from './errors.js';
+import { HashMismatchError, ModelFolderError } from './errors.js';
 import { CACHE_NAME, LocalFolder, MissingFile, cacheRefusal } from './files.js';
 import { Sha256 } from './sha256.js';
 import { BlobFile, CheckedFile, RangedFile, UrlFile, blobOf } from './sources.js';
 
 /** Roles of a model's files that are streamed to the GPU, not held. */
 export const STREAMED_ROLES = Object.freeze(['decoder', 'vision', 'decoder_data', 'vision_data']);
+
+/** Roles of a model's files kept as Blobs and read by rows, not held. */
+export const BLOB_ROLES = Object.freeze(['embed_tokens']);
 
 /**
  * A cache entry written as a file streams: `write` each chunk (waits while the cache is
@@ -120,12 +124,13 @@ async function openCache(enabled) {
  * GPU, and cached as it passes; any other is downloaded first (into the cache, or a Blob
  * without one) and verified, since its plan needs random reads. `progress` (web/progress.js,
  * stage fetch) counts the bytes downloaded here; the streamed ones are counted by the loader.
- * `problems` gets a line per missing file.
+ * `problems` gets a line per missing file; `meter` (web/upload.js HeldMeter) counts the chunks
+ * a download holds.
  * @returns {Promise<Map<string, VerifiedFile>>}
  * A file the browser refuses to store is a `cache` event on `progress.emit`, not a failure.
  * @throws {HashMismatchError | InputError}
  */
-export async function programFiles(folder, specs, { verify = true, cache = true, ranges = new Map(), chunkBytes, progress, problems }) {
+export async function programFiles(folder, specs, { verify = true, cache = true, ranges = new Map(), chunkBytes, progress, problems, meter = null }) {
   const out = new Map();
   const store = folder instanceof LocalFolder ? null : await openCache(cache);
   for (const spec of specs) {
@@ -156,14 +161,14 @@ export async function programFiles(folder, specs, { verify = true, cache = true,
     let blob;
     try {
       if (keep) {
-        const chunks = net.chunks(count);
+        const chunks = net.chunks(count, { meter });
         while (!(await chunks.next()).done); // eslint-disable-line no-empty
         const hit = await keep.match(url);
         // Refused by the cache (a `cache` event said so): downloaded again into a Blob.
         blob = hit ? await hit.blob()
           : await blobOf(new VerifiedFile(new UrlFile(url, null, { missing: (why) => new MissingFile(why) }), spec, opts).chunks(() => {}));
       } else {
-        blob = await blobOf(net.chunks(count));
+        blob = await blobOf(net.chunks(count, { meter }));
       }
     } catch (err) {
       if (!(err instanceof MissingFile)) throw err;
@@ -174,4 +179,37 @@ export async function programFiles(folder, specs, { verify = true, cache = true,
     out.set(spec.name, new VerifiedFile(new BlobFile(blob, spec.name, { chunkBytes }), spec, { verify: false, counted: true }));
   }
   return out;
+}
+
+/**
+ * The Blob of `file` (a VerifiedFile of programFiles for `spec`), checked by streaming
+ * through it once unless its download just did; `progress` counts the bytes read. A cached
+ * entry that fails its hash is dropped and fetched again, once; a fetched or local file that
+ * fails is a HashMismatchError. `meter` (web/upload.js HeldMeter) counts the chunk held.
+ * @param {object} folder a UrlFolder or LocalFolder (web/files.js)
+ * @param {{name: string, size?: number | null, sha256?: string | null}} spec
+ * @param {VerifiedFile} file
+ * @param {{verify?: boolean, cache?: boolean, chunkBytes?: number, progress: object, problems: string[], meter?: object}} options
+ * @returns {Promise<Blob>}
+ * @throws {HashMismatchError | ModelFolderError | InputError}
+ */
+export async function verifiedBlob(folder, spec, file, { verify = true, cache = true, chunkBytes, progress, problems, meter }) {
+  const pass = async (f) => {
+    if (!f.counted) {
+      const chunks = f.chunks((n) => progress.add(spec.name, n, { network: false }), { meter });
+      while (!(await chunks.next()).done); // eslint-disable-line no-empty
+    }
+    progress.finish(spec.name);
+    return f.file.blob;
+  };
+  try {
+    return await pass(file);
+  } catch (err) {
+    if (!(err instanceof HashMismatchError && err.fromCache)) throw err;
+    await (await caches.open(CACHE_NAME)).delete(folder.url(spec.name));
+    progress.add(spec.name, -progress.files.get(spec.name).loaded, { network: false }); // counted again below
+    const again = (await programFiles(folder, [spec], { verify, cache, chunkBytes, progress, problems, meter })).get(spec.name);
+    if (!again) throw new ModelFolderError(`the model folder ${folder.where} is not usable: ${problems.join('; ')}`, [...problems]);
+    return pass(again);
+  }
 }

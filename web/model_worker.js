@@ -11,10 +11,11 @@ import { EmbeddingTable, PromptRows } from './embeddings.js';
 import { CACHE_NAME, LocalFolder, UrlFolder, findMeta, readModelFiles } from './files.js';
 import { pixelValues } from './image.js';
 import { resolveLimits } from './limits.js';
-import { STREAMED_ROLES, programFiles } from './model_sources.js';
+import { BLOB_ROLES, STREAMED_ROLES, programFiles, verifiedBlob } from './model_sources.js';
 import { preflightModel } from './preflight.js';
 import { Progress } from './progress.js';
 import { CheckedFile } from './sources.js';
+import { HeldMeter } from './upload.js';
 import { bootPython, callPy, loadExecutor } from './runtime.js';
 import { TextStream, TextTokenizer } from './tokenizer.js';
 
@@ -86,11 +87,15 @@ class WorkerModel {
     const progress = new Progress(emit, { stage: 'fetch' });
     for (const f of manifest.files) progress.expect(f.name, f.size ?? 0);
     const streamedSpecs = manifest.files.filter((f) => STREAMED_ROLES.includes(f.role));
+    const blobSpecs = manifest.files.filter((f) => BLOB_ROLES.includes(f.role));
     const problems = [];
     let programs = await programFiles(folder, streamedSpecs, { verify, cache, ranges: plannedRanges(preflighted, manifest), chunkBytes, progress, problems });
+    const tableMeter = new HeldMeter(); // the bytes of the embedding table held at once
+    const blobFiles = await programFiles(folder, blobSpecs, { verify, cache, chunkBytes, progress, problems, meter: tableMeter });
     let bytes;
     try {
-      bytes = await readModelFiles(folder, manifest.files.filter((f) => !STREAMED_ROLES.includes(f.role)), { verify, cache, emit, have, progress });
+      const held = manifest.files.filter((f) => !STREAMED_ROLES.includes(f.role) && !BLOB_ROLES.includes(f.role));
+      bytes = await readModelFiles(folder, held, { verify, cache, emit, have, progress });
     } catch (err) {
       if (!(err instanceof ModelFolderError) || !problems.length) throw err;
       problems.push(...err.problems);
@@ -99,9 +104,15 @@ class WorkerModel {
       throw new ModelFolderError(`the model folder ${folder.where} is not usable:\n  - ${problems.join('\n  - ')}\n`
         + 'Check the folder (or base URL): every file of the model must be there.', problems);
     }
+    // The embedding table is kept as a Blob, checked here by one pass in chunks.
+    const blobs = new Map();
+    for (const spec of blobSpecs) {
+      blobs.set(spec.role, await verifiedBlob(folder, spec, blobFiles.get(spec.name), { verify, cache, chunkBytes, progress, problems, meter: tableMeter }));
+    }
     for (const [name, f] of programs) progress.expect(name, f.size);
     const fetch_ms = performance.now() - t0;
     const file = (role) => {
+      if (blobs.has(role)) return blobs.get(role);
       const spec = manifest.files.find((f) => f.role === role);
       return spec ? bytes.get(spec.name) : null;
     };
@@ -146,7 +157,8 @@ class WorkerModel {
       throw err;
     }
     if (base && cache) await recordCachedModel(base, manifest.name, manifest.files);
-    m.stats = { fetch_ms, load_ms: performance.now() - t0, decoder: m.decoder.stats, vision: m.vision?.stats ?? null, preflight: preflighted };
+    m.stats = { fetch_ms, load_ms: performance.now() - t0, decoder: m.decoder.stats, vision: m.vision?.stats ?? null, preflight: preflighted,
+      embeddings_bytes: m.table.blob.size, embeddings_held_bytes: tableMeter.peak };
     emit({ stage: 'ready' });
     return m;
   }
@@ -235,12 +247,13 @@ class WorkerModel {
 
   /** The windows at `starts` in one submit: the last one's logits, or the words of `readout`. */
   async #windows(prompt, starts, readout) {
-    const calls = starts.map((start) => {
+    const calls = [];
+    for (const start of starts) { // one window's rows read at a time: the rows kept stay bounded
       const inputs = [];
-      inputs[this.embedsIndex] = { data: prompt.window(start, this.rows), shape: [1, this.rows, this.hidden] };
+      inputs[this.embedsIndex] = { data: await prompt.window(start, this.rows), shape: [1, this.rows, this.hidden] };
       inputs[this.posIndex] = new BigInt64Array([BigInt(start)]);
-      return inputs;
-    });
+      calls.push(inputs);
+    }
     const out = await this.decoder.executor.runCalls(calls, { readout });
     return readout == null ? out[0] : out;
   }

@@ -81,6 +81,9 @@ const TINY_VLM = join(ROOT, 'tests/fixtures/tiny_vlm');
 const TINY_EXPECTED = JSON.parse(readFileSync(join(TINY_VLM, 'expected.json'), 'utf8'));
 const BAD = variant('model-corrupt', { 'tokenizer/tokenizer_config.json': `${configText} ` });
 const MISSING = variant('model-missing', { 'decoder_q8.pte': null, 'embed_tokens.scale.f32.bin': null });
+const TABLE = readFileSync(join(FOLDER, 'embed_tokens.i8.bin'));
+// The embedding table with one byte changed (its size still the pinned one).
+const BAD_TABLE = variant('model-corrupt-table', { 'embed_tokens.i8.bin': Buffer.concat([TABLE.subarray(0, 1000), Buffer.from([TABLE[1000] ^ 1]), TABLE.subarray(1001)]) });
 
 let s;
 const timings = [];
@@ -88,7 +91,7 @@ const timings = [];
 before(async () => {
   s = await openSuitePage({
     '/dist/': join(ROOT, 'dist'), '/suite/': join(ROOT, 'tests/browser'),
-    '/model/': FOLDER, '/bad/': BAD, '/missing/': MISSING, '/vision/': VISION, '/tiny-vlm/': TINY_VLM,
+    '/model/': FOLDER, '/bad/': BAD, '/bad-table/': BAD_TABLE, '/missing/': MISSING, '/vision/': VISION, '/tiny-vlm/': TINY_VLM,
   });
   // The model is loaded once here and kept in window.model for the tests below.
   const load = await s.page.evaluate(async () => {
@@ -154,6 +157,13 @@ describe('a model folder loads in the page', () => {
     assert.ok(fetched.every((e) => e.eta === null || (Number.isFinite(e.eta) && e.eta >= 0)), JSON.stringify(fetched.map((e) => e.eta)));
     const verified = stages.filter((e) => e.stage === 'verify').at(-1);
     assert.equal(verified.loaded, verified.total);
+  });
+
+  test('the embedding table stays a Blob: the worker held a chunk of it at a time, not the whole table', () => {
+    const { stats } = s.load;
+    assert.equal(stats.embeddings_bytes, TABLE.length);
+    assert.ok(stats.embeddings_held_bytes > 0 && stats.embeddings_held_bytes <= (8 << 20),
+      `${stats.embeddings_held_bytes} bytes of the ${TABLE.length}-byte table held at once`);
   });
 });
 
@@ -282,6 +292,17 @@ describe('model errors surface as typed errors in the page', () => {
     });
     assert.equal(out.err?.name, 'HashMismatchError', JSON.stringify(out.err));
     assert.match(out.err.message, /tokenizer\/tokenizer_config\.json does not match its pinned sha256/);
+    assert.equal(out.cached, false);
+  });
+
+  test('a corrupted embedding table is a HashMismatchError, and it is neither used nor cached', LONG, async () => {
+    const out = await s.page.evaluate(async () => {
+      const err = await suite.errorOf(suite.webpte.loadModel('/bad-table/'));
+      const cache = await caches.open(suite.webpte.CACHE_NAME);
+      return { err, cached: !!(await cache.match(new URL('/bad-table/embed_tokens.i8.bin', location.href).href)) };
+    });
+    assert.equal(out.err?.name, 'HashMismatchError', JSON.stringify(out.err));
+    assert.match(out.err.message, /embed_tokens\.i8\.bin does not match its pinned sha256/);
     assert.equal(out.cached, false);
   });
 
@@ -414,33 +435,42 @@ describe('images (the SmolVLM path, with the tiny fixtures)', () => {
 });
 
 describe('loading again', () => {
-  test('after dispose(), a second loadModel works: a corrupted cache entry is fetched again, local files load too', LONG, async () => {
+  test('after dispose(), a second loadModel works: corrupted cache entries are fetched again, local files load too', LONG, async () => {
     const [first] = native.conversations[0];
     const path = '/model/tokenizer/tokenizer_config.json';
+    const tablePath = '/model/embed_tokens.i8.bin';
     const before = s.server.hits.get(path) ?? 0;
-    const out = await s.page.evaluate(async ({ prompt, path, files }) => {
+    const tableBefore = s.server.hits.get(tablePath) ?? 0;
+    const out = await s.page.evaluate(async ({ prompt, path, tablePath, files }) => {
       await window.model.dispose();
       const disposed = await suite.errorOf((async () => { for await (const ev of window.model.generate({ prompt })) void ev; })());
       const cache = await caches.open(suite.webpte.CACHE_NAME);
       const url = new URL(path, location.href).href;
       await cache.put(url, new Response('{"corrupted": true}'));
+      const tableUrl = new URL(tablePath, location.href).href;
+      await cache.put(tableUrl, await fetch('/bad-table/embed_tokens.i8.bin')); // the right size, one byte off
       const again = await suite.webpte.loadModel('/model/');
       const repaired = await (await cache.match(url)).text();
+      const repairedTable = new Uint8Array(await (await cache.match(tableUrl)).arrayBuffer()).slice(990, 1010);
       const first = [];
       for await (const ev of again.generate({ prompt, maxNewTokens: 2 })) if (ev.type === 'done') first.push(...ev.tokenIds);
       await again.dispose();
       // A local folder: File objects (flat names here; webkitRelativePath when picked).
       const local = await Promise.all(files.map(async (f) => new File([await (await fetch(`/model/${f}`)).arrayBuffer()], f.split('/').pop())));
-      const fromFiles = await suite.webpte.loadModel({ files: local });
+      const fromFiles = await suite.webpte.loadModel({ files: local }, { chunkBytes: 1 << 20 });
+      const localStats = fromFiles.stats;
       const second = [];
       for await (const ev of fromFiles.generate({ prompt, maxNewTokens: 2 })) if (ev.type === 'done') second.push(...ev.tokenIds);
       await fromFiles.dispose();
-      return { disposed, repaired, first, second, info: await suite.webpte.runtimeInfo() };
-    }, { prompt: first.prompt, path, files: ['webpte_model.json', ...Object.keys(META.sha256)] });
+      return { disposed, repaired, repairedTable: Array.from(repairedTable), localStats, first, second, info: await suite.webpte.runtimeInfo() };
+    }, { prompt: first.prompt, path, tablePath, files: ['webpte_model.json', ...Object.keys(META.sha256)] });
     assert.equal(out.disposed?.name, 'DisposedError');
     // one GET by loadModel (the cache entry failed its hash), one by the test making local Files
     assert.equal(s.server.hits.get(path), before + 2, 'the corrupted cache entry was fetched again');
     assert.equal(out.repaired, configText, 'and the cache now holds the right bytes');
+    assert.equal(s.server.hits.get(tablePath), tableBefore + 2, 'the corrupted cached table was fetched again');
+    assert.deepEqual(out.repairedTable, Array.from(TABLE.subarray(990, 1010)), 'and the cache now holds the right table');
+    assert.equal(out.localStats.embeddings_held_bytes, 1 << 20, 'a local table is checked one 1 MiB chunk at a time');
     assert.deepEqual(out.first, first.token_ids.slice(0, 2));
     assert.deepEqual(out.second, first.token_ids.slice(0, 2));
     assert.equal(out.info.models, 0, 'every model was disposed');

@@ -10,28 +10,44 @@ import { InputError, ModelFolderError } from '../../web/errors.js';
 // vocab 5, hidden 3: row r = [r, -r, 2r] * scale r
 const TABLE = Int8Array.from([0, 0, 0, 1, -1, 2, 2, -2, 4, 3, -3, 6, 127, -128, 1]);
 const SCALES = Float32Array.from([1, 0.5, 0.25, 2, 0.125]);
-const table = () => new EmbeddingTable(TABLE.slice().buffer, SCALES.slice().buffer, 3);
+const table = (options) => new EmbeddingTable(new Blob([TABLE]), SCALES.slice().buffer, 3, options);
 
-test('an embedding is the int8 row times its scale; ids outside the table are InputErrors', () => {
+test('an embedding is the int8 row times its scale; ids outside the table are InputErrors', async () => {
   const t = table();
   const out = new Float32Array(6).fill(NaN);
-  t.write(3, out, 0);
-  t.write(4, out, 3);
+  const rows = await t.rows([3, 4]);
+  t.write(3, out, 0, rows);
+  t.write(4, out, 3, rows);
   assert.deepEqual(Array.from(out), [6, -6, 12, 127 * 0.125, -128 * 0.125, 0.125]);
-  assert.throws(() => t.write(5, out, 0), InputError);
-  assert.throws(() => new EmbeddingTable(new ArrayBuffer(14), SCALES.buffer, 3), ModelFolderError);
-  assert.throws(() => new EmbeddingTable(TABLE.buffer, new ArrayBuffer(8), 3), /2 values for 5 table rows/);
+  await assert.rejects(t.rows([5]), InputError);
+  await assert.rejects(t.rows([1.5]), InputError);
+  assert.throws(() => t.write(5, out, 0, rows), InputError);
+  assert.throws(() => t.write(1, out, 0, rows), /not read first/);
+  assert.throws(() => new EmbeddingTable(new Blob([new ArrayBuffer(14)]), SCALES.buffer, 3), ModelFolderError);
+  assert.throws(() => new EmbeddingTable(new Blob([TABLE]), new ArrayBuffer(8), 3), /2 values for 5 table rows/);
 });
 
-test('windows read the rows of their positions; <image> rows come from the images in order', () => {
+test('the table is read by rows: only recently used ones are kept, at least one window\'s', async () => {
+  const t = table({ cacheBytes: 6 }); // two 3-byte rows
+  await t.rows([1, 2]);
+  await t.rows([3]);
+  assert.deepEqual([...t.cache.keys()], [2, 3], 'the least recently used row went');
+  const rows = await t.rows([0, 1, 4]); // a window of more rows than are kept keeps them all
+  assert.deepEqual([...rows.keys()].sort(), [0, 1, 4]);
+  assert.equal(t.cache.size, 3);
+  assert.equal(t.peakHeldBytes, 5 * 3, 'two kept rows and three being read');
+});
+
+test('windows read the rows of their positions; <image> rows come from the images in order', async () => {
   const IMG = 4;
   const imageA = Float32Array.from([10, 11, 12, 20, 21, 22]); // 2 rows
   const imageB = Float32Array.from([30, 31, 32]); // 1 row
   const ids = [1, IMG, IMG, 2, IMG, 3];
   const rows = new PromptRows(table(), ids, [imageA, imageB], IMG);
-  assert.deepEqual(Array.from(rows.window(0, 4)), [0.5, -0.5, 1, 10, 11, 12, 20, 21, 22, 0.5, -0.5, 1]);
+  assert.deepEqual(Array.from(await rows.window(0, 4)), [0.5, -0.5, 1, 10, 11, 12, 20, 21, 22, 0.5, -0.5, 1]);
   rows.push(IMG); // a generated token is a plain token
-  assert.deepEqual(Array.from(rows.window(3, 4)), [0.5, -0.5, 1, 30, 31, 32, 6, -6, 12, 127 * 0.125, -128 * 0.125, 0.125]);
+  assert.deepEqual(Array.from(await rows.window(3, 4)), [0.5, -0.5, 1, 30, 31, 32, 6, -6, 12, 127 * 0.125, -128 * 0.125, 0.125]);
+  await assert.rejects(rows.window(5, 3), InputError, 'a position past the prompt');
   assert.throws(() => new PromptRows(table(), ids, [imageA], IMG), /3 <image> tokens in the prompt but 2 image embedding rows/);
   assert.doesNotThrow(() => new PromptRows(table(), [1, IMG], [], null), 'a model without <image>');
 });
