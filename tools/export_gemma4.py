@@ -49,6 +49,7 @@ from torch.nn import functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from char_tokenizer import save_char_tokenizer  # noqa: E402
 from export_fixtures import save_npz  # noqa: E402  (one deterministic npz writer for all fixtures)
 
 ROWS = 4            # rows per call (the window)
@@ -237,16 +238,7 @@ SPECIALS = ["<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"]
 def write_tokenizer(out: Path, vocab: int) -> None:
     """A character-level tokenizer (`tokenizers` BPE without merges) of `vocab` ids: Gemma's
     special tokens, then printable ASCII, then filler pieces."""
-    from tokenizers import Tokenizer, decoders, models
-
-    chars = [chr(c) for c in range(32, 127)] + ["\n"]
-    pieces = SPECIALS + chars
-    pieces += [f"<unused{i}>" for i in range(vocab - len(pieces))]
-    tok = Tokenizer(models.BPE(vocab={p: i for i, p in enumerate(pieces)}, merges=[]))
-    tok.add_special_tokens(SPECIALS)
-    tok.decoder = decoders.Fuse()
-    out.mkdir(parents=True, exist_ok=True)
-    tok.save(str(out / "tokenizer.json"))
+    save_char_tokenizer(out, vocab, SPECIALS)
     config = {"bos_token": "<bos>", "eos_token": "<eos>", "chat_template": CHAT_TEMPLATE}
     (out / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
     (out / "special_tokens_map.json").write_text(json.dumps(

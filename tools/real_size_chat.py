@@ -32,7 +32,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "py"))
+sys.path.insert(0, str(ROOT / "tools"))
 
+from char_tokenizer import save_char_tokenizer  # noqa: E402
 from webpte.pte import open_source, read_program  # noqa: E402
 
 SEED = 0
@@ -64,15 +66,7 @@ def program_shape(decoder: Path) -> tuple[int, int]:
 def write_tokenizer(out: Path, vocab: int) -> None:
     """A character-level tokenizer (`tokenizers` BPE without merges) of `vocab` ids: ChatML's
     special tokens, printable ASCII and newline, then filler pieces."""
-    from tokenizers import Tokenizer, decoders, models
-
-    pieces = SPECIALS + [chr(c) for c in range(32, 127)] + ["\n"]
-    pieces += [f"<unused{i}>" for i in range(vocab - len(pieces))]
-    tok = Tokenizer(models.BPE(vocab={p: i for i, p in enumerate(pieces)}, merges=[]))
-    tok.add_special_tokens(SPECIALS)
-    tok.decoder = decoders.Fuse()
-    out.mkdir(parents=True, exist_ok=True)
-    tok.save(str(out / "tokenizer.json"))
+    save_char_tokenizer(out, vocab, SPECIALS)
     (out / "tokenizer_config.json").write_text(json.dumps(
         {"bos_token": None, "eos_token": "<|im_end|>", "chat_template": CHAT_TEMPLATE},
         indent=1))
