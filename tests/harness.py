@@ -6,7 +6,7 @@ import numpy as np
 
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.testing import rel_l2
 
 

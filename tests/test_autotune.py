@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES
 from webpte import autotune
 from webpte.native import adapter_info
-from webpte.plan.hints import variant_features
+from webpte.planner.hints import variant_features
 from webpte.program import load, plan_method
 
 DECODER = FIXTURES / "decoder_q8_tiny.pte"

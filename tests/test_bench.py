@@ -5,7 +5,7 @@ import numpy as np
 from test_fusion_q8 import _pair_graph
 from webpte.bench import format_roofline
 from webpte.kernels.render import render
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.roofline import best_ceilings, dispatch_work, family, measure_ceilings, report
 
 CEILINGS = {"read_gbps": 2.0, "dot_gmacs": 10.0, "dot": "portable"}

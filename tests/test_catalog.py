@@ -27,7 +27,8 @@ from webpte.conformance import (
     run_entry,
 )
 from webpte.errors import PlanError
-from webpte.native.executor import POISON_WORD, from_storage_bytes, to_storage_bytes
+from webpte.native.executor import POISON_WORD
+from webpte.plan.io import from_storage_bytes, to_storage_bytes
 from webpte.plan.model import IOSpec
 from webpte.program import inspect
 
@@ -61,7 +62,7 @@ def _other_adapters_features() -> frozenset[str]:
     """This device's language features with the hints of the other adapter type: a GPU's
     on a CPU adapter (lavapipe in CI), lavapipe's on a GPU."""
     from webpte.native import adapter_info, wgsl_features
-    from webpte.plan.hints import adapter_hints
+    from webpte.planner.hints import adapter_hints
 
     info = adapter_info()
     kind, device = str(info.get("adapter_type", "")), str(info.get("device", ""))

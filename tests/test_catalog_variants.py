@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from test_op_attention import _sdpa_graph
-from webpte.plan import lower
-from webpte.plan.hints import adapter_hints
+from webpte.planner import lower
+from webpte.planner.hints import adapter_hints
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
 from catalog_variants import (  # noqa: E402

@@ -1,5 +1,5 @@
 """Dynamic shapes: a program exported with upper-bound dims (ExecuTorch's DYNAMIC_BOUND) runs
-with smaller ones; webpte plans the graph specialized to the call's dims (plan/dynamic.py).
+with smaller ones; webpte plans the graph specialized to the call's dims (planner/dynamic.py).
 The fixture is the catalog's conv1d case exported for length 10 and called with length 7."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from webpte.conformance import run_catalog
 from webpte.errors import InputError, PlanError, UnsupportedOpError
-from webpte.plan.dynamic import broadcast_dims, specialize
+from webpte.planner.dynamic import broadcast_dims, specialize
 from webpte.pte import read_program
 from webpte.pte.builder import GraphBuilder
 

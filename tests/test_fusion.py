@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from harness import assert_close, assert_plans_bitwise
-from webpte.bench import _inputs_for
 from webpte.kernels.reference import run_reference
-from webpte.plan import lower
+from webpte.plan.io import sample_inputs
+from webpte.planner import lower
 from webpte.program import load, plan_method
 from webpte.pte import read_program
 from webpte.pte.builder import GraphBuilder
@@ -19,7 +19,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 QUANTIZE = "quantized_decomposed.quantize_per_tensor.default"
 # Dispatches per call unfused -> fused (elementwise and dual int8 linears, test_fusion_q8.py),
 # quantize included: chains ending in a quantize are one dispatch, repeated ops are computed
-# once (plan/share.py), the pass-1 quantize shares the pass-2 chain's dispatch, an rms_norm
+# once (planner/share.py), the pass-1 quantize shares the pass-2 chain's dispatch, an rms_norm
 # read only by such a chain is computed in it, a dual linear runs the silu after it, and a
 # layer's two attention-sink blends (k's and v's) are one dispatch.
 PROGRAMS = {
@@ -78,7 +78,7 @@ def _calls(path: Path, plan) -> list[list[np.ndarray]]:
         from webpte.cli import _calls_from_npz
         return [inputs for inputs, _ in _calls_from_npz(str(npz))]
     rng = np.random.default_rng(7)
-    return [_inputs_for(plan, rng) for _ in range(2)]
+    return [sample_inputs(plan, rng) for _ in range(2)]
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -289,7 +289,7 @@ def test_new_elementwise_ops_fuse_bitwise_unfused(gpu):
 
 
 def test_broadcast_index_reads_numpy_broadcast():
-    from webpte.plan.fusion import broadcast_index
+    from webpte.planner.fusion import broadcast_index
     for dims, to in (((1, 4, 1, 1), (1, 4, 3, 64)), ((1, 1, 3, 64), (1, 4, 3, 64)),
                      ((5, 1), (2, 5, 7)), ((7,), (2, 5, 7)), ((1,), (3, 2))):
         expr = broadcast_index(dims, to)

@@ -14,7 +14,7 @@ from webpte.errors import PlanError
 from webpte.kernels.quantized.linear_q8 import GEMM_HINT, GEMM_VARIANTS
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.program import load, plan_method
 from webpte.pte import read_program
 from webpte.pte.builder import GraphBuilder

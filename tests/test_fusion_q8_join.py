@@ -14,8 +14,9 @@ from test_op_q8 import LINEAR, int8, linear_operands
 from test_op_q8_splitk import SPLIT_VARIANTS, require
 from webpte.errors import PlanError
 from webpte.kernels.quantized.linear_q8 import DECODE_HINT
-from webpte.plan import Plan, lower
-from webpte.plan.fusion_q8 import JOIN_HINT, JOIN_MAX
+from webpte.plan import Plan
+from webpte.planner import lower
+from webpte.planner.fusion_q8 import JOIN_HINT, JOIN_MAX
 from webpte.pte.builder import GraphBuilder
 
 QUANTIZE = "quantized_decomposed.quantize_per_tensor.default"

@@ -1,5 +1,5 @@
-"""Repeated elementwise ops computed once (plan/share.py) and sibling chains that read the
-same value as one multi-output dispatch (plan/fusion.py): fewer dispatches, bit-identical."""
+"""Repeated elementwise ops computed once (planner/share.py) and sibling chains that read the
+same value as one multi-output dispatch (planner/fusion.py): fewer dispatches, bit-identical."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from harness import assert_close
 from test_fusion import _quantize
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 SHAPE = (5, 12)   # 60 elements: 15 packed int8 words

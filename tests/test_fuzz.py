@@ -15,7 +15,8 @@ from webpte.fuzz import Fuzzer, run_fuzz
 from webpte.fuzz.flatbuf import program_sites
 from webpte.fuzz.plan_js import fuzz_plan_js
 from webpte.host.files import ModelFolderError, resolve_model_folder
-from webpte.plan import Plan, lower
+from webpte.plan import Plan
+from webpte.planner import lower
 from webpte.program import plan_method
 from webpte.pte import read_program
 from webpte.pte.builder import GraphBuilder
@@ -217,7 +218,7 @@ def test_a_float_argument_beyond_f32_in_a_kernel_is_a_plan_error(eps):
 
 
 def test_a_float_parameter_word_beyond_f32_is_a_plan_error():
-    from webpte.plan.lowering import _word
+    from webpte.planner.lowering import _word
 
     with pytest.raises(PlanError, match="beyond float32"):   # was OverflowError
         _word(1e300)
@@ -258,7 +259,7 @@ def test_a_kernel_call_without_arguments_is_a_plan_error():
     import dataclasses
 
     prog = read_program((FIXTURES / "gemma4" / "gemma4_stock.pte").read_bytes())
-    m = prog.method("forward")   # was ValueError (unpacking) in plan/method.py
+    m = prog.method("forward")   # was ValueError (unpacking) in planner/method.py
     m.kernel_calls[0] = dataclasses.replace(m.kernel_calls[0], args=())
     with pytest.raises(PlanError, match="passes no arguments"):
         plan_method(prog, "forward")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from webpte.cli import _calls_from_npz
-from webpte.plan.method import edge_names, method_graph
+from webpte.planner.method import edge_names, method_graph
 from webpte.program import inspect, load
 from webpte.pte import open_source, read_program
 from webpte.testing import rel_l2

@@ -169,7 +169,7 @@ def test_readouts_order_nan_inf_and_signed_zero_as_the_reference(gpu, rng, varia
 
 
 def test_gpu_adapters_get_the_bitonic_readout():
-    from webpte.plan.hints import adapter_hints
+    from webpte.planner.hints import adapter_hints
 
     assert TOPK_HINT + "bitonic" in adapter_hints("DiscreteGPU")
     assert not any(h.startswith(TOPK_HINT) for h in adapter_hints("CPU"))

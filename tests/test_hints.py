@@ -1,4 +1,4 @@
-"""Planner hints per adapter type (plan/hints.py): the page says `adapter_type:CPU|GPU`, natively
+"""Planner hints per adapter type (planner/hints.py): the page says `adapter_type:CPU|GPU`, natively
 wgpu's adapter type is used; both map to the same kernel variants."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 from conftest import FIXTURES
 from harness import assert_close
 from webpte.native import Executor
-from webpte.plan.hints import adapter_hints, resolve_hints, variant_features
+from webpte.planner.hints import adapter_hints, resolve_hints, variant_features
 from webpte.program import plan_method
 from webpte.pte import read_program
 

@@ -17,9 +17,9 @@ from conftest import FIXTURES
 from test_fusion_q8 import _pair_graph
 from test_fusion_q8_join import _mlp_graph, _sibling_graph
 from webpte.errors import PlanError
-from webpte.plan import lower
 from webpte.plan.interleave import interleave, interleaved_bytes
 from webpte.plan.model import Plan
+from webpte.planner import lower
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS, ILV = ["q8_w:rows"], ["q8_w:interleaved"]
@@ -102,8 +102,8 @@ def test_every_form_is_the_row_major_plan_bitwise(gpu, name):
 
 
 def test_the_tiny_decoder_is_bitwise_with_every_weight_regrouped(gpu):
-    from webpte.bench import _inputs_for
     from webpte.native import Executor
+    from webpte.plan.io import sample_inputs
     from webpte.program import load, plan_method
 
     prog = load(FIXTURES / "decoder_q8_tiny.pte")
@@ -112,7 +112,7 @@ def test_the_tiny_decoder_is_bitwise_with_every_weight_regrouped(gpu):
         plan = plan_method(prog.program, "forward", prog.features | set(f))
         counts.append(sum(1 for b in plan.buffers if b.init and b.init.get("interleave")))
         ex = Executor(plan, prog.data)
-        outs.append([a.tobytes() for a in ex.run(_inputs_for(plan, np.random.default_rng(3)))])
+        outs.append([a.tobytes() for a in ex.run(sample_inputs(plan, np.random.default_rng(3)))])
     assert counts[0] == 0 and counts[1] >= 4 and outs[0] == outs[1]
 
 

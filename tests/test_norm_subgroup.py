@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 SWIFTSHADER_ICD = Path("/usr/lib/chromium/vk_swiftshader_icd.json")

@@ -27,7 +27,7 @@ from webpte.kernels.attention._tiled import (
     tiled_attention_reference,
 )
 from webpte.native import Executor
-from webpte.plan import lower
+from webpte.planner import lower
 
 SERIAL = ATTENTION_HINT + "serial"
 

@@ -20,7 +20,7 @@ from webpte.kernels.attention._tiled import (
 )
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
-from webpte.plan import lower
+from webpte.planner import lower
 
 F32 = np.float32
 

@@ -5,7 +5,7 @@ import pytest
 
 from harness import assert_close, run_graph_both
 from webpte.kernels.elementwise.binary import broadcast_strides, collapse_dims
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 CASES = [

@@ -12,7 +12,7 @@ from webpte.errors import InputError, UnsupportedOpError
 from webpte.kernels.attention.sdpa import attention_reference
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 F32 = np.float32

@@ -9,7 +9,7 @@ from harness import assert_close, run_graph_both
 from test_op_layer_norm import _graph
 from webpte.kernels.reduce import layer_norm
 from webpte.native import Executor
-from webpte.plan import lower
+from webpte.planner import lower
 
 
 def _run(graph, blob, x, resident: int, monkeypatch):

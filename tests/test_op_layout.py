@@ -6,8 +6,8 @@ import pytest
 from harness import assert_close, run_graph_both
 from webpte.errors import PlanError, UnsupportedOpError
 from webpte.kernels.layout.gather import Axis, GatherMap, collapse, strided_map
-from webpte.plan import lower
-from webpte.plan.lowering import Lowering
+from webpte.planner import lower
+from webpte.planner.lowering import Lowering
 from webpte.pte.builder import GraphBuilder
 
 

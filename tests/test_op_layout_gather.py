@@ -9,7 +9,7 @@ import pytest
 from harness import assert_close, run_graph_both
 from webpte.errors import PlanError, UnsupportedOpError
 from webpte.kernels.layout.slice import slice_bounds
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 INT64_MAX = 2 ** 63 - 1

@@ -8,7 +8,7 @@ import pytest
 from harness import assert_close, run_graph_both
 from test_op_layout_gather import _rand
 from webpte.errors import PlanError
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 GATHER = "aten.gather.default"

@@ -8,7 +8,7 @@ from harness import assert_close
 from webpte.kernels.matmul.matmul import DIRECT_MAX_K, F32_GEMM_DIRECT
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 

@@ -13,7 +13,7 @@ from webpte.kernels.quantized.linear_q8 import DOT4_FEATURE
 from webpte.kernels.quantized.qparams import choose_qparams_reference
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 QCS4W = "et_vk.linear_qcs4w.default"

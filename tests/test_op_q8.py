@@ -8,7 +8,7 @@ from webpte.errors import PlanError, UnsupportedOpError
 from webpte.kernels.quantized.linear_q8 import DOT4_FEATURE, GEMM_HINT, GEMM_VARIANTS
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 QUANTIZE = "quantized_decomposed.quantize_per_tensor.default"

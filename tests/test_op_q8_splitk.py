@@ -18,8 +18,8 @@ from webpte.kernels.quantized.linear_q8 import (
 )
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor, wgsl_features
-from webpte.plan import lower
 from webpte.plan.model import Plan
+from webpte.planner import lower
 
 SPLITK = DECODE_HINT + "splitk"
 SKINNY = DECODE_HINT + "skinny"

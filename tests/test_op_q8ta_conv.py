@@ -7,7 +7,7 @@ from harness import assert_close
 from test_op_q8 import VARIANTS, run_both
 from test_op_q8ta import check_against_f64, int8, q64
 from webpte.errors import PlanError, UnsupportedOpError
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 CONV = "et_vk.q8ta_conv2d.default"

@@ -7,7 +7,7 @@ import pytest
 from harness import assert_close, run_graph_both
 from webpte.errors import UnsupportedOpError
 from webpte.kernels.reduce.reduce import index_map
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 _NAMES = {"amax": "aten.amax.default", "amin": "aten.amin.default",

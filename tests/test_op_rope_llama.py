@@ -6,7 +6,7 @@ import pytest
 
 from harness import assert_close, run_graph_both
 from webpte.errors import UnsupportedOpError
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 ROPE = "et_vk.apply_rotary_emb.default"

@@ -7,7 +7,7 @@ import pytest
 from harness import assert_close, run_graph_both
 from webpte.kernels.reduce import softmax
 from webpte.native import Executor
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 

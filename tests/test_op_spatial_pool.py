@@ -7,7 +7,7 @@ import pytest
 from harness import assert_close, run_graph_both
 from webpte.errors import UnsupportedOpError
 from webpte.kernels.conv.pool import out_size
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 MAX = "aten.max_pool2d_with_indices.default"

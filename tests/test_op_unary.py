@@ -8,7 +8,7 @@ import pytest
 from harness import assert_close, run_graph_both
 from webpte.errors import UnsupportedOpError
 from webpte.kernels.elementwise.unary import erf_f32
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 _erf = np.vectorize(math.erf)

@@ -10,8 +10,8 @@ from harness import assert_close, run_graph_both
 from webpte.errors import InputError, UnsupportedOpError
 from webpte.kernels.reference import run_reference
 from webpte.native import Executor
-from webpte.plan import lower
-from webpte.plan.dynamic import specialize
+from webpte.planner import lower
+from webpte.planner.dynamic import specialize
 from webpte.pte.builder import GraphBuilder
 
 UPDATE = "update_cache.default"

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from webpte.errors import UnsupportedOpError
-from webpte.plan import Plan, lower
+from webpte.plan import Plan
+from webpte.planner import lower
 from webpte.pte.builder import GraphBuilder
 
 

@@ -16,7 +16,7 @@ from webpte.errors import PlanError, UnsupportedOpError
 from webpte.kernels.reference import run_reference
 from webpte.kernels.registry import registry, schemas
 from webpte.kernels.schema import check_call, parse_signature
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.pte import read_program
 from webpte.pte.graph import DType, Graph, OpCall, TensorValue
 

@@ -14,7 +14,7 @@ import pytest
 
 import webpte
 from webpte.errors import UnsupportedOpError
-from webpte.plan.aliasing import Slot, resolve_aliases
+from webpte.planner.aliasing import Slot, resolve_aliases
 from webpte.pte.graph import DType, OpCall, TensorValue, ValueList
 
 SEMANTICS = Path(__file__).parent / "fixtures" / "semantics"

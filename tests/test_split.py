@@ -1,4 +1,4 @@
-"""Weights past a binding (plan/split.py): split by output rows, results bit for bit the
+"""Weights past a binding (planner/split.py): split by output rows, results bit for bit the
 unsplit plan's; limits="default" plans for and creates a device with WebGPU's defaults."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import webpte
 from conftest import FIXTURES
 from webpte.errors import InputError, PlanError
 from webpte.limits import DEFAULT_LIMITS, resolve_limits
-from webpte.plan.split import split_large_weights
+from webpte.planner.split import split_large_weights
 from webpte.program import method_parts
 from webpte.pte import read_program
 
@@ -118,7 +118,7 @@ def test_4bit_group_wise_linears_split_by_rows_with_their_scale_columns(rng, nam
 @pytest.mark.parametrize("name", ["linear_q4gsw", "linear_dq8ca_q4gsw"])
 def test_a_split_4bit_plan_binds_within_the_limit_and_gives_the_same_bits(gpu, rng, name):
     from harness import assert_plans_bitwise
-    from webpte.plan import lower
+    from webpte.planner import lower
 
     graph, blob = _q4_graphs(rng)[name]
     limits = {"max_storage_buffer_binding_size": 1024}

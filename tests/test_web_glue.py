@@ -239,7 +239,7 @@ def test_the_page_autotune_measures_the_native_candidates():
     """web/autotune.js gets its candidates from webpte.autotune: planner hints that plan, per
     adapter kind, the decode variants the native autotune times."""
     from webpte.autotune import CANDIDATES
-    from webpte.plan.hints import variant_features
+    from webpte.planner.hints import variant_features
 
     assert "q8_decode:skinny+q8_f32:off" in json.loads(autotune_candidates("CPU"))["ok"]["hints"]
     for kind, want in (("CPU", CANDIDATES["CPU"]), ("GPU", CANDIDATES["GPU"]),

@@ -30,14 +30,16 @@ def worker(program: str, out: str) -> None:
 
     import numpy as np
 
-    from webpte.bench import _inputs_for
     from webpte.native import Executor, wgsl_features
     from webpte.program import plan_method
     from webpte.pte import open_source, read_program
 
     data = open_source(program)
     ex = Executor(plan_method(read_program(data), "forward", wgsl_features()), data)
-    arrays = _inputs_for(ex.plan, np.random.default_rng(0))
+    # Built here, not imported: the worker runs each revision's package, whatever it names.
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s.shape).astype(s.dtype) if s.dtype.startswith("float")
+              else np.zeros(s.shape, s.dtype) for s in ex.plan.inputs]
     np.save(out, ex.run(arrays)[0])  # compiles every pipeline, and the output to compare
     print(json.dumps({"dispatches": len(ex.plan.dispatches)}), flush=True)
     for _ in sys.stdin:

@@ -41,7 +41,7 @@ def wgsl_shape(wgsl: str) -> str:
 
 
 def target_features() -> dict[str, frozenset[str]]:
-    from webpte.plan.hints import adapter_hints
+    from webpte.planner.hints import adapter_hints
 
     return {name: adapter_hints(kind, device) | LANGUAGE
             for name, (kind, device) in VARIANT_TARGETS.items()}

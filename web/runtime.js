@@ -145,7 +145,7 @@ let adapterFacts = null;
 
 /**
  * What Python plans for, asked of the adapter once: `kind` is "CPU" for a software or
- * fallback adapter (SwiftShader, llvmpipe), else "GPU" (py/webpte/plan/hints.py picks kernel
+ * fallback adapter (SwiftShader, llvmpipe), else "GPU" (py/webpte/planner/hints.py picks kernel
  * variants for it, as natively from wgpu's adapter type); `subgroups` whether it has WebGPU's
  * `subgroups` (requestDevice then asks for it, and the split-K decode kernels add their
  * partial sums with subgroupAdd); `device` its vendor, architecture and description, which

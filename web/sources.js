@@ -16,9 +16,10 @@ export const CHUNK_BYTES = 8 << 20;
  * Read `n` bytes of `stream` into `buffer` (at least `n` bytes; BYOB reads transfer it, so the
  * caller keeps the returned one) -> `{buffer, length}`: the same memory serves every chunk, so
  * reading a file allocates nothing per chunk (no garbage for the collector to lag behind).
- * A stream without BYOB reads is copied in. Reads past `n` are cancelled.
+ * A stream without BYOB reads is copied in. Reads past `n` are cancelled. With `stallMs`, a
+ * read that brings nothing for that long cancels the stream and throws a StalledRead.
  */
-async function readInto(stream, buffer, n) {
+async function readInto(stream, buffer, n, stallMs = 0) {
   let byob = null;
   try {
     byob = stream.getReader({ mode: 'byob' });
@@ -26,9 +27,13 @@ async function readInto(stream, buffer, n) {
     byob = null; // not a byte stream
   }
   let got = 0;
+  const watched = (reader, read) => (stallMs > 0 ? within(read, stallMs, () => {
+    reader.cancel().catch(() => {}); // not awaited: a stalled stream may never settle it
+    return new StalledRead(`no bytes came for ${stallMs} ms`);
+  }) : read);
   if (byob) {
     while (got < n) {
-      const { done, value } = await byob.read(new Uint8Array(buffer, got, n - got));
+      const { done, value } = await watched(byob, byob.read(new Uint8Array(buffer, got, n - got)));
       if (value) buffer = value.buffer;
       if (done) break;
       got += value.byteLength;
@@ -39,7 +44,7 @@ async function readInto(stream, buffer, n) {
   const reader = stream.getReader();
   const into = new Uint8Array(buffer);
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await watched(reader, reader.read());
     if (done) break;
     if (got + value.byteLength > n) {
       await reader.cancel().catch(() => {});
@@ -50,6 +55,24 @@ async function readInto(stream, buffer, n) {
   }
   return { buffer, length: got };
 }
+
+/** A read that brought nothing for its time limit (readInto's `stallMs`). */
+class StalledRead extends Error {}
+
+/** `promise`, or the error `timedOut()` makes once `ms` pass first. */
+function within(promise, ms, timedOut) {
+  let timer;
+  const late = new Promise((_, fail) => { timer = setTimeout(() => fail(timedOut()), ms); });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * How long a slice of a Blob may bring no bytes before it is read again, per try. Chromium
+ * now and then never answers the first read of a Cache Storage body's blob (the entry just
+ * written; a fresh read of the same slice succeeds), so a stalled slice read is retried with a
+ * new stream and buffer; a slice that stalls every time is an InputError.
+ */
+const BLOB_STALL_MS = [2_000, 10_000, 60_000];
 
 /** A file the caller gave in memory. */
 export class BytesFile {
@@ -73,9 +96,14 @@ export class BytesFile {
 
 /** A File/Blob (a local file, or a cached Response's body): ranges read on demand. */
 export class BlobFile {
-  /** @param {Blob} blob @param {string} name @param {{chunkBytes?: number}} [options] */
-  constructor(blob, name, { chunkBytes = CHUNK_BYTES } = {}) {
+  /**
+   * @param {Blob} blob @param {string} name
+   * @param {{chunkBytes?: number, stallMs?: number[]}} [options] `stallMs`: a slice read's time
+   *   limits, one per try (default BLOB_STALL_MS)
+   */
+  constructor(blob, name, { chunkBytes = CHUNK_BYTES, stallMs = BLOB_STALL_MS } = {}) {
     this.blob = blob;
+    this.stallMs = stallMs;
     this.size = blob.size;
     this.name = name;
     this.chunkBytes = chunkBytes;
@@ -95,10 +123,16 @@ export class BlobFile {
       for (let at = 0; at < this.size; at += this.chunkBytes) {
         const n = Math.min(this.chunkBytes, this.size - at);
         let length;
-        try {
-          ({ buffer, length } = await readInto(this.blob.slice(at, at + n).stream(), buffer, n));
-        } catch (err) {
-          throw new InputError(`${this.name} could not be read at byte ${at} (${err.message}); load it again`);
+        for (let attempt = 0; length === undefined; attempt++) {
+          try {
+            ({ buffer, length } = await readInto(this.blob.slice(at, at + n).stream(), buffer, n, this.stallMs[attempt]));
+          } catch (err) {
+            if (err instanceof StalledRead && attempt + 1 < this.stallMs.length) {
+              buffer = new ArrayBuffer(held); // the stalled read keeps the one it was given
+              continue;
+            }
+            throw new InputError(`${this.name} could not be read at byte ${at} (${err.message}); load it again`);
+          }
         }
         if (length !== n) throw new InputError(`${this.name} gave ${length} of ${n} bytes at byte ${at}; it changed while it was read: load it again`);
         onBytes(n);

@@ -1,6 +1,6 @@
 """A short measured choice of the decode kernel variant at load, cached per adapter and program.
 
-The planner's hints (plan/hints.py) pick a decode linear per adapter type from measurements
+The planner's hints (planner/hints.py) pick a decode linear per adapter type from measurements
 on a few adapters; a device it was not measured on may do better with another. With
 `load(..., autotune=True)` (or WEBPTE_AUTOTUNE=1) a program whose plan has few-row int8
 linears is planned once per candidate variant of its adapter type (CANDIDATES: decode
@@ -81,12 +81,12 @@ def _time(plan, data, calls: int) -> float:
     """Median seconds of `calls` calls of `plan` after a warm one (compiles the pipelines)."""
     import numpy as np
 
-    from .bench import _inputs_for
     from .native import Executor
+    from .plan.io import sample_inputs
 
     ex = Executor(plan, data)
     try:
-        arrays = _inputs_for(plan, np.random.default_rng(0))
+        arrays = sample_inputs(plan, np.random.default_rng(0))
         ex.run(arrays)
         times = []
         for _ in range(calls):
@@ -100,15 +100,15 @@ def _time(plan, data, calls: int) -> float:
             b.destroy()
 
 
-def tuned_features(prog, data, method: str, features, *,
+def tuned_features(prog, data, method: str, features, *, plan_method,
                    calls: int | None = None) -> frozenset[str]:
     """`features` with the decode variant measured fastest on this adapter for this program
     (read from the cache when it was measured before); unchanged for a plan with no few-row
     int8 linears or above MAX_BYTES. Candidates are timed in two rounds, the second in
-    reverse order (the first executor made also warms the device), each keeping its best."""
+    reverse order (the first executor made also warms the device), each keeping its best.
+    `plan_method(prog, method, features)` plans a candidate (webpte.program.plan_method)."""
     from .native import adapter_info
-    from .plan.hints import variant_features
-    from .program import plan_method
+    from .planner.hints import variant_features
 
     calls = calls or CALLS
     info = adapter_info()

@@ -16,18 +16,6 @@ ICDS = {"lavapipe": "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
         "swiftshader": "/usr/lib/chromium/vk_swiftshader_icd.json"}
 
 
-def _inputs_for(plan, rng):
-    import numpy as np
-
-    arrays = []
-    for spec in plan.inputs:
-        if spec.dtype.startswith("float"):
-            arrays.append(rng.standard_normal(spec.shape).astype(spec.dtype))
-        else:
-            arrays.append(np.zeros(spec.shape, spec.dtype))
-    return arrays
-
-
 def bench_program(path: str, calls: int = 5, warmup: int = 1, method: str = "forward",
                   data=()) -> dict:
     """Measure one program (with its external data files, `data`): seconds to load (read +
@@ -35,12 +23,13 @@ def bench_program(path: str, calls: int = 5, warmup: int = 1, method: str = "for
     import numpy as np
 
     from .native import adapter_info
+    from .plan.io import sample_inputs
     from .program import load
 
     t0 = time.perf_counter()
     prog = load(path, method, data=data)
     load_s = time.perf_counter() - t0
-    arrays = _inputs_for(prog.plan, np.random.default_rng(0))
+    arrays = sample_inputs(prog.plan, np.random.default_rng(0))
     for _ in range(warmup):
         prog.run(*arrays)
     times = []
@@ -63,10 +52,11 @@ def profile_program(path: str, top: int = 15, method: str = "forward", data=()) 
     """Time every dispatch alone (after one warm-up call) and total it by op and kernel."""
     import numpy as np
 
+    from .plan.io import sample_inputs
     from .program import load
 
     prog = load(path, method, data=data)
-    arrays = _inputs_for(prog.plan, np.random.default_rng(0))
+    arrays = sample_inputs(prog.plan, np.random.default_rng(0))
     prog.run(*arrays)  # compiles every pipeline
     times = prog.executor.profile(arrays)
     by_op: dict[str, float] = {}
@@ -94,7 +84,8 @@ def roofline_program(path: str, variants: list[str], calls: int = 5,
     import numpy as np
 
     from .native import Executor, adapter_info, wgsl_features
-    from .plan.hints import variant_features
+    from .plan.io import sample_inputs
+    from .planner.hints import variant_features
     from .program import _data_files, plan_method
     from .pte import open_source, read_program
     from .roofline import best_ceilings, family_times, measure_ceilings, report
@@ -107,7 +98,7 @@ def roofline_program(path: str, variants: list[str], calls: int = 5,
     prog = read_program(sources[0], files)
     exs = {v: Executor(plan_method(prog, method, variant_features(features, v)), sources)
            for v in variants}
-    arrays = _inputs_for(next(iter(exs.values())).plan, np.random.default_rng(0))
+    arrays = sample_inputs(next(iter(exs.values())).plan, np.random.default_rng(0))
     times: dict[str, list[float]] = {v: [] for v in variants}
     for ex in exs.values():
         ex.run(arrays)  # compiles every pipeline

@@ -45,8 +45,8 @@ def page_roofline(programs: list[str], variants: list[str], calls: int,
     """One result per program, shaped like `bench.roofline_program`'s, for the page."""
     import numpy as np
 
-    from .bench import _inputs_for
-    from .plan.hints import variant_features
+    from .plan.io import sample_inputs
+    from .planner.hints import variant_features
     from .program import plan_method
     from .pte import open_source, read_program
     from .roofline import ceiling_probes, ceilings_from, family, report
@@ -76,7 +76,7 @@ def page_roofline(programs: list[str], variants: list[str], calls: int,
                 for j, disp in enumerate(plan.dispatches):
                     fams.setdefault(family(plan, disp), []).append(j)
                 entry["families"][v] = fams
-            arrays = _inputs_for(next(iter(by_variant.values())), np.random.default_rng(0))
+            arrays = sample_inputs(next(iter(by_variant.values())), np.random.default_rng(0))
             for j, a in enumerate(arrays):
                 (d / f"p{i}_in{j}.bin").write_bytes(a.tobytes())
                 entry["inputs"].append({"file": f"p{i}_in{j}.bin", "dtype": str(a.dtype),
@@ -112,9 +112,9 @@ def page_vs_native(path: str, calls: int = 21, variant: str = "") -> dict:
     (the same kernels for a CPU adapter). Reports per-pair page / native."""
     import numpy as np
 
-    from .bench import _inputs_for
     from .native import Executor, adapter_info, wgsl_features
-    from .plan.hints import variant_features
+    from .plan.io import sample_inputs
+    from .planner.hints import variant_features
     from .program import plan_method
     from .pte import open_source, read_program
 
@@ -124,7 +124,7 @@ def page_vs_native(path: str, calls: int = 21, variant: str = "") -> dict:
     page_plan = plan_method(prog, "forward", variant_features(frozenset(info["features"]),
                                                                variant))
     native_plan = plan_method(prog, "forward", variant_features(wgsl_features(), variant))
-    arrays = _inputs_for(native_plan, np.random.default_rng(0))
+    arrays = sample_inputs(native_plan, np.random.default_rng(0))
     ex = Executor(native_plan, data)
     ex.run(arrays)   # compiles every pipeline
     with tempfile.TemporaryDirectory(prefix="webpte-bench-pair-") as tmp:

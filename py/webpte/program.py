@@ -11,10 +11,11 @@ from pathlib import Path
 from .errors import ExternalDataError, InputError, PlanError, UnsupportedOpError, WebpteError
 from .kernels.registry import missing_ops, registry
 from .limits import resolve_limits
-from .plan import Plan, lower
-from .plan.dynamic import specialize
-from .plan.hints import resolve_hints
-from .plan.method import edge_names, method_graph
+from .plan import Plan
+from .planner import lower
+from .planner.dynamic import specialize
+from .planner.hints import resolve_hints
+from .planner.method import edge_names, method_graph
 from .pte import Graph, Method, PteProgram, open_source, read_program
 from .pte.data_file import DataFile, read_data_file
 
@@ -60,12 +61,12 @@ def plan_method(prog: PteProgram, method: str = "forward", features=(),
     """Lower one method of a parsed program to a Plan (no GPU needed).
 
     `features`: WGSL language features the target has (kernel variants depend on them) and
-    planner hints, or `adapter_type:X` for the hints of that adapter type (plan/hints.py).
+    planner hints, or `adapter_type:X` for the hints of that adapter type (planner/hints.py).
     `fusion`: "all", "elementwise" or "none"; None follows $WEBPTE_FUSE (default all).
     `input_shapes`: dims of each input for a method exported with dynamic (upper-bound)
-    shapes; the graph is specialized to them (plan/dynamic.py).
+    shapes; the graph is specialized to them (planner/dynamic.py).
     `limits`: "default" (WebGPU's default limits) or a dict of limits to plan within:
-    weights past the binding limit are split (plan/split.py).
+    weights past the binding limit are split (planner/split.py).
     """
     if fusion is not None and fusion not in FUSION:
         raise InputError(f"fusion {fusion!r} is not one of {', '.join(FUSION)}")
@@ -96,7 +97,7 @@ def plan_method(prog: PteProgram, method: str = "forward", features=(),
 def method_parts(m: Method) -> tuple[Graph, list[int], list[int], list[int]]:
     """(graph, input ids, output ids, state ids) of a method as webpte plans and interprets
     it: the delegate's own graph for a method that is one VK00 delegate call, else the whole
-    method as one graph (plan/method.py): every delegate and the kernel calls between them."""
+    method as one graph (planner/method.py): every delegate and the kernel calls between them."""
     if _one_delegate(m):
         return m.graph, m.input_value_ids(), m.output_value_ids(), []
     if any(c.backend != "VulkanBackend" for c in m.delegate_calls):
@@ -164,7 +165,8 @@ class Program:
             if autotune is None:
                 autotune = os.environ.get(ENV, "") not in ("", "0")
             if autotune:   # a measured decode variant (webpte/autotune.py)
-                features = tuned_features(self.program, self.sources, method, features)
+                features = tuned_features(self.program, self.sources, method, features,
+                                          plan_method=plan_method)
             self.features = features
             self.plan = plan_method(self.program, method, features, limits=cap)
             # AdapterLimitsError before any buffer is made

@@ -148,7 +148,7 @@ def autotune_candidates(kind: str) -> str:
     "+"], "families": [kernel families that mark a plan worth tuning], "calls": timed calls
     per candidate, "max_bytes": the largest plan tuned}}`."""
     from .autotune import CALLS, CANDIDATES, DECODE_FAMILIES, MAX_BYTES
-    from .plan.hints import variant_features
+    from .planner.hints import variant_features
 
     return _answer(lambda: {"hints": ["+".join(sorted(variant_features((), v))) for v in
                                       CANDIDATES["CPU" if str(kind) == "CPU" else "GPU"]],

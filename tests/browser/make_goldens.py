@@ -22,7 +22,7 @@ import numpy as np
 from webpte.cli import _calls_from_npz
 from webpte.errors import UnsupportedOpError, WebpteError
 from webpte.kernels.reference import run_reference
-from webpte.plan import lower
+from webpte.planner import lower
 from webpte.program import plan_method
 from webpte.pte import read_program
 from webpte.pte.builder import GraphBuilder

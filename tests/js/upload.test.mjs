@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HeldMeter, StreamedUpload, convertInit } from '../../web/upload.js';
-import { BytesFile } from '../../web/sources.js';
+import { BlobFile, BytesFile } from '../../web/sources.js';
 import { InputError } from '../../web/errors.js';
 
 /** A device whose queue writes into host arrays, refusing writes WebGPU would refuse. */
@@ -108,4 +108,32 @@ test('Sha256 over chunks of any size is the sha256 of the bytes', async () => {
       assert.equal(h.hex(), createHash('sha256').update(bytes).digest('hex'), `${n} bytes in steps of ${step}`);
     }
   }
+});
+
+/** A Blob whose first `stalls` slice streams never bring a byte (as Chromium's cache blobs now and then do). */
+function stallingBlob(bytes, stalls) {
+  const blob = new Blob([bytes]);
+  let left = stalls;
+  const wrap = (b) => ({
+    size: b.size,
+    slice: (a, z) => {
+      const part = b.slice(a, z);
+      if (left-- > 0) return { stream: () => new ReadableStream({ type: 'bytes', pull: () => new Promise(() => {}) }) };
+      return part;
+    },
+  });
+  return wrap(blob);
+}
+
+test('a Blob slice whose read stalls is read again with a new stream; one that always stalls is an InputError', async () => {
+  const bytes = Uint8Array.from({ length: 3000 }, (_, i) => (i * 7) % 251);
+  const read = async (file) => {
+    const out = new Uint8Array(file.size);
+    for await (const { offset, bytes: b } of file.chunks()) out.set(b, offset);
+    return out;
+  };
+  const once = new BlobFile(stallingBlob(bytes, 1), 'x.pte', { chunkBytes: 1024, stallMs: [50, 50] });
+  assert.deepEqual(await read(once), bytes);
+  const always = new BlobFile(stallingBlob(bytes, 99), 'x.pte', { chunkBytes: 1024, stallMs: [20, 20, 20] });
+  await assert.rejects(read(always), (err) => err instanceof InputError && /x\.pte could not be read at byte 0 \(no bytes came for 20 ms\)/.test(err.message));
 });

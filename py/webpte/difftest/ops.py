@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import ops_elementwise, ops_layout, ops_nn, ops_state
-from .generate import Builder, Val
+from .builder import Builder, Val
 
 # generator name -> (weight, fn(Builder) -> bool)
 OPS = {**ops_elementwise.UNITS, **ops_layout.UNITS, **ops_nn.UNITS, **ops_state.UNITS}

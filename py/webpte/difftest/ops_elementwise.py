@@ -4,7 +4,7 @@ no operands that fit (the generator then tries another op)."""
 
 from __future__ import annotations
 
-from .generate import (
+from .builder import (
     BOOL,
     BOUND,
     FLOAT,

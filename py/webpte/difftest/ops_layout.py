@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from .generate import BOOL, FLOAT, INT64, MAX_NUMEL, Builder, Val
+from .builder import BOOL, FLOAT, INT64, MAX_NUMEL, Builder, Val
 
 
 def _any(b: Builder, rank_min: int = 1, pred=lambda v: True) -> Val | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .generate import BOOL, FLOAT, INT64, INTS, MAX_NUMEL, Builder
+from .builder import BOOL, FLOAT, INT64, INTS, MAX_NUMEL, Builder
 
 
 def _mat_limit(k: int) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from .generate import FLOAT, INT64, MAX_NUMEL, MAX_RANK, Builder, TooBig, Val
+from .builder import FLOAT, INT64, MAX_NUMEL, MAX_RANK, Builder, TooBig, Val
 
 
 def _buffer(b: Builder, shape: tuple[int, ...]) -> Val:

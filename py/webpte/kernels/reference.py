@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError, PlanError, UnsupportedOpError
-from ..plan.storage import storage_of
 from ..pte.data_file import file_source
 from ..pte.graph import DType, Graph, SymIntValue, TensorValue
 from .common import Args
 from .registry import check_graph_args, missing_ops, registry
+from .storage import storage_of
 
 NUMPY_OF_STORAGE = {"f32": np.float32, "i32": np.int32, "i8": np.int8, "u8": np.uint8,
                     "bool": np.bool_}
@@ -128,7 +128,7 @@ class ReferenceExecutor:
         self.constants: dict[int, np.ndarray] = {}
 
     def run(self, arrays) -> list[np.ndarray]:
-        from ..native.executor import from_storage_bytes, to_storage_bytes
+        from ..plan.io import from_storage_bytes, to_storage_bytes
 
         if len(arrays) != len(self.plan.inputs):
             raise InputError(f"the method takes {len(self.plan.inputs)} inputs, got "

@@ -11,6 +11,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..pte.graph import OpCall
 from .schema import check_graph, parse_signature
@@ -39,7 +40,7 @@ class OpUnit:
     # same-shaped (or 0-d) operands to one output element: lets the planner fuse chains.
     element: Callable | None = None
     # shape(values, call) -> {output value id: dims}: the outputs' dims for other input dims
-    # (dynamic shapes, plan/dynamic.py). Elementwise units broadcast without one.
+    # (dynamic shapes, planner/dynamic.py). Elementwise units broadcast without one.
     shape: Callable | None = None
     # Positions of the arguments the op writes in place besides its output (llama's
     # update_cache writes its cache argument); a prepacked value written so is state.
@@ -55,9 +56,9 @@ def registry() -> dict[str, OpUnit]:
     if _REGISTRY is None:
         table: dict[str, OpUnit] = {}
         schemas: dict[str, tuple] = {}
-        from .. import kernels as pkg
-        # Units live in the family subpackages (elementwise/, layout/, reduce/, ...).
-        for info in sorted(pkgutil.walk_packages(pkg.__path__, f"{pkg.__name__}."),
+        # Units live in the family subpackages (elementwise/, layout/, reduce/, ...) of
+        # this package, found on disk (imported by name: no import circle with __init__).
+        for info in sorted(pkgutil.walk_packages([str(Path(__file__).parent)], f"{__package__}."),
                            key=lambda m: m.name):
             if info.ispkg or info.name.count(".") < 3 or info.name.rsplit(".", 1)[1][0] == "_":
                 continue

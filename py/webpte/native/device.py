@@ -92,7 +92,7 @@ def wgsl_features() -> frozenset[str]:
             from ..kernels.quantized.linear_q8 import SUBGROUPS_FEATURE, SUBGROUPS_IMPLICIT
 
             found |= {SUBGROUPS_FEATURE, SUBGROUPS_IMPLICIT}
-        from ..plan.hints import adapter_hints
+        from ..planner.hints import adapter_hints
 
         info = dict(_adapter().info)
         found |= adapter_hints(str(info.get("adapter_type", "")), str(info.get("device", "")))

@@ -1,6 +1,9 @@
-"""Lowering of graphs to serialisable Plans."""
+"""The Plan: the serialisable program the executors run (buffers, kernels, dispatches).
 
-from .lowering import Lowering, lower
-from .model import BufferSpec, DispatchSpec, IOSpec, KernelSpec, Plan
+A data model at the bottom of the package: it imports nothing of the planner
+(webpte.planner) or the kernels, so executors and tools read plans without them.
+"""
 
-__all__ = ["BufferSpec", "DispatchSpec", "IOSpec", "KernelSpec", "Lowering", "Plan", "lower"]
+from .model import BufferSpec, DispatchSpec, IOSpec, KernelSpec, Plan, ReadoutSpec
+
+__all__ = ["BufferSpec", "DispatchSpec", "IOSpec", "KernelSpec", "Plan", "ReadoutSpec"]

@@ -20,9 +20,12 @@ not checked (webpte/limits.py: the specification's defaults, and caps).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ..errors import PlanError
-from .model import DispatchSpec, Plan
+
+if TYPE_CHECKING:   # annotations only: the model imports this module
+    from .model import DispatchSpec, Plan
 
 _BINDING = re.compile(r"@group\(\s*0\s*\)\s*@binding\(\s*(\d+)\s*\)\s*var<\s*(storage|uniform)"
                       r"\s*(?:,\s*(read_write|read)\s*)?>")

@@ -78,7 +78,7 @@ class ConstantRef:
     """Where a constant's bytes live: an absolute byte range of file `file` (0: the .pte,
     k: the k-th external data file the program was loaded with); with `pieces` > 1, that
     many runs of nbytes / pieces bytes, run i at offset + i * stride, back to back (a column
-    block of a row-major matrix: plan/split.py)."""
+    block of a row-major matrix: planner/split.py)."""
 
     offset: int
     nbytes: int

@@ -78,7 +78,7 @@ class ProgramTensor:
     planned: bool = False
     name: str | None = None
     # (memory_id, byte offset) of a planned tensor: tensors whose byte ranges in one memory
-    # overlap share storage, as in ExecuTorch's runtime (plan/aliasing.py).
+    # overlap share storage, as in ExecuTorch's runtime (planner/aliasing.py).
     mem: tuple[int, int] | None = None
     # The order of dims in memory (None: contiguous, outermost first).
     dim_order: tuple[int, ...] | None = None

@@ -7,7 +7,7 @@ for every b and s (`update_cache_out`; ExecuTorch's WebGPU runtime runs B = 1 an
 Int); nothing else of the cache changes. The placeholder is written with zeros (the
 reference kernel leaves it uninitialised). A cache that is a constant, or the prepack of
 one (the partitioner's form of a registered buffer), is state of its own: zero at load
-and reset, kept across calls (plan/lowering.py `state_buf`; the reference refuses
+and reset, kept across calls (planner/lowering.py `state_buf`; the reference refuses
 non-zero data in it). The start is read on the GPU (a SymInt's buffer, or a params
 word); rows outside the cache are dropped there, and the reference refuses such a start.
 """

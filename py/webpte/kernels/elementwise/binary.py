@@ -13,11 +13,11 @@ torch raises.
 
 from __future__ import annotations
 
-from ...plan.storage import PACKED, WGSL_TYPE, storage_of
 from .._np import np
 from ..common import contiguous_strides
 from ..element import Element
 from ..registry import OpUnit
+from ..storage import PACKED, WGSL_TYPE, storage_of
 
 _OPS = {"aten.add.Tensor": "add", "aten.sub.Tensor": "sub", "aten.mul.Tensor": "mul",
         "aten.minimum.default": "minimum", "aten.maximum.default": "maximum",

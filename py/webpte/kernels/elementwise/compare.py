@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-from ...plan.storage import storage_of
 from .._np import np
 from ..element import Element
 from ..registry import OpUnit
+from ..storage import storage_of
 from .binary import check_broadcast, lower_broadcast
 from .unary import lower_unary, to_f32, to_storage_array
 

@@ -8,10 +8,10 @@ in torch); where selects in the output's compute type.
 
 from __future__ import annotations
 
-from ...plan.storage import storage_of
 from .._np import np
 from ..element import Element
 from ..registry import OpUnit
+from ..storage import storage_of
 from .binary import check_broadcast, lower_broadcast
 from .unary import lower_unary, to_storage_array
 

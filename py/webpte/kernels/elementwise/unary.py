@@ -12,10 +12,10 @@ import math
 import struct
 
 from ...errors import UnsupportedOpError
-from ...plan.storage import PACKED, WGSL_TYPE, storage_of
 from .._np import np
 from ..element import Element
 from ..registry import OpUnit
+from ..storage import PACKED, WGSL_TYPE, storage_of
 
 _OPS = {"aten.round.default": "round", "aten.clamp.default": "clamp",
         "aten.relu.default": "relu", "aten.sigmoid.default": "sigmoid",

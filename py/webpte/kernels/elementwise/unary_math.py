@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import math
 
-from ...plan.storage import storage_of
 from .._np import np
 from ..element import Element
 from ..registry import OpUnit
+from ..storage import storage_of
 from .binary import NAN_INF_WORDS, pow_f32
 from .unary import lower_unary, to_storage_array
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import math
 
-from ...plan.storage import PACKED, WGSL_TYPE, storage_of
 from ..common import norm_dim
 from ..layout.gather import compute_type, computed
 from ..registry import OpUnit
+from ..storage import PACKED, WGSL_TYPE, storage_of
 
 _SCHEMA = {"aten.any.default": "T Tb", "aten.any.dim": "T i b Tb", "aten.any.dims": "T I? b Tb"}
 

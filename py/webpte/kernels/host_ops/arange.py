@@ -8,9 +8,9 @@ value that formula gives exactly (integral start and step, |values| <= 2^24) are
 
 from __future__ import annotations
 
-from ...plan.storage import WGSL_TYPE, storage_of
 from .._np import np
 from ..registry import OpUnit
+from ..storage import WGSL_TYPE, storage_of
 
 _NAME = "aten.arange.start_step"
 _OUT = "aten.arange.start_out"

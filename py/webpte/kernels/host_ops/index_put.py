@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 
-from ...plan.storage import PACKED, WGSL_TYPE, storage_of
 from .._np import np
 from ..common import contiguous_strides
 from ..layout.gather import compute_type, computed, emit_gather, store, strided_map
 from ..registry import OpUnit
+from ..storage import PACKED, WGSL_TYPE, storage_of
 
 _NAME = "aten.index_put.default"
 

@@ -9,10 +9,10 @@ The scalars are runtime words, so every eps add of a model is one pipeline.
 
 from __future__ import annotations
 
-from ...plan.storage import PACKED, WGSL_TYPE, storage_of
 from .._np import np
 from ..elementwise.unary import to_f32, to_storage_array
 from ..registry import OpUnit
+from ..storage import PACKED, WGSL_TYPE, storage_of
 
 _OPS = {"aten.add.Scalar": "add", "aten.mul.Scalar": "mul", "aten.remainder.Scalar": "remainder"}
 _SCHEMA = {"aten.add.Scalar": "T f f? T", "aten.mul.Scalar": "T f T",

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import math
 
-from ...plan.storage import storage_of
 from ..element import Element
 from ..elementwise.binary import lower_broadcast
 from ..elementwise.creation import fill_reference
 from ..elementwise.unary import to_f32
 from ..registry import OpUnit
+from ..storage import storage_of
 
 _NAME = "aten.scalar_tensor.out"
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 
 from ...errors import PlanError
-from ...plan.storage import PACKED, WGSL_TYPE
 from .._np import np
 from ..common import norm_dim
 from ..registry import OpUnit
+from ..storage import PACKED, WGSL_TYPE
 from .gather import compute_type, computed, store
 
 _CAT = "aten.cat.default"

@@ -16,11 +16,11 @@ import math
 from dataclasses import dataclass
 
 from ...errors import PlanError, UnsupportedOpError
-from ...plan.storage import storage_of
 from .._np import np
 from ..common import contiguous_strides, norm_dim
 from ..element import Element
 from ..registry import OpUnit, written_in_place
+from ..storage import storage_of
 from .gather import GatherMap, compute_type, computed, emit_gather, store, strided_map
 
 _CAST_OUT = "dim_order_ops._to_dim_order_copy.out"  # a portable kernel call between delegates

@@ -18,9 +18,9 @@ import math
 import struct
 from dataclasses import dataclass
 
-from ...plan.storage import PACKED, WGSL_TYPE, storage_of
 from .._np import np
 from ..elementwise.unary import to_storage_array
+from ..storage import PACKED, WGSL_TYPE, storage_of
 
 
 @dataclass(frozen=True)

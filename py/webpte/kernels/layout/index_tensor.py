@@ -10,10 +10,10 @@ cannot). Boolean masks (a data-dependent output shape) are not supported.
 from __future__ import annotations
 
 from ...errors import PlanError
-from ...plan.storage import PACKED, WGSL_TYPE, storage_of
 from .._np import np
 from ..common import contiguous_strides
 from ..registry import OpUnit
+from ..storage import PACKED, WGSL_TYPE, storage_of
 from .gather import compute_type, computed, store
 
 _NAME = "aten.index.Tensor"

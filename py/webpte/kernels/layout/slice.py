@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 
 from ...errors import PlanError
-from ...plan.storage import PACKED, WGSL_TYPE
 from ..common import contiguous_strides, norm_dim
 from ..registry import OpUnit
+from ..storage import PACKED, WGSL_TYPE
 from .gather import GatherMap, compute_type, computed, emit_gather, store, strided_map
 
 _SLICE = "aten.slice_copy.Tensor"

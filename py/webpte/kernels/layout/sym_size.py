@@ -1,7 +1,7 @@
 """sym_size.int: a tensor's size along one dim as a SymInt (`aten.sym_size.int`).
 
 Args: x, dim Int, out SymInt (or an Int where the exporter folded the size). Plans are
-specialized to each call's dims (plan/dynamic.py), so the size is known when lowering: one
+specialized to each call's dims (planner/dynamic.py), so the size is known when lowering: one
 invocation copies it from a params word into the SymInt's 4-byte buffer, where consumers
 (positions of RoPE, KV-cache writes) read it on the GPU. A folded Int needs no dispatch.
 """

@@ -16,7 +16,7 @@ TK = 8  # k depth of a tile: (TM + TN) * TK * 4 bytes of workgroup memory (<= 8 
 # pipeline in 0.4 s, the 8x8 and 8x16 blocks' in 1-2.5 s (in the page, each of MobileNetV3's
 # 24 distinct 1x1 convolutions and linears), while the run is a few microseconds either way.
 SMALL_PRODUCT_MACS = 1 << 18
-# Planner hint (plan/hints.py, CPU adapters): products read their operands straight from
+# Planner hint (planner/hints.py, CPU adapters): products read their operands straight from
 # storage, RM x RN outputs per invocation, no workgroup staging and no barriers, which on
 # lavapipe cost more than the reuse they buy (a GPU keeps the tiles).
 F32_GEMM_DIRECT = "f32_gemm:direct"

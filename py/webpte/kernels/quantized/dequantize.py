@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 
 from ...errors import PlanError
-from ...plan.storage import storage_of
 from .._np import np
 from ..element import Element
 from ..registry import OpUnit
+from ..storage import storage_of
 from .quantize import f32
 
 __all__ = ["UNITS", "dequantize_reference"]

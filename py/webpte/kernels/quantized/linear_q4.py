@@ -32,9 +32,9 @@ points (a float linear of x, ~1e-2 rel-L2 away) and is not.
 from __future__ import annotations
 
 from ...errors import PlanError
-from ...plan.storage import storage_of
 from .._np import np
 from ..registry import OpUnit
+from ..storage import storage_of
 from .linear_q8 import use_dot4
 
 __all__ = ["UNITS", "unpack_qcs4w", "unpack_q4gsw", "dq8ca_q4gsw_reference"]

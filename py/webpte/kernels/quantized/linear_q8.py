@@ -99,7 +99,7 @@ DOT_VARIANTS = ("dot4", "unpacked")
 # int8 products in f32, exact in chunks whose partial sums stay integers below 2^24, whatever
 # q8_dot says (the other int8 kernels have no f32 path and follow q8_dot). On lavapipe and
 # SwiftShader SmolLM2's window took 0.96-0.975x the time of their dot on one machine; on
-# another 1.15x on lavapipe, 0.80-0.85x in the page: SwiftShader's hint (plan/hints.py).
+# another 1.15x on lavapipe, 0.80-0.85x in the page: SwiftShader's hint (planner/hints.py).
 F32_HINT = "q8_f32:"
 F32_VARIANTS = ("off", "on")
 # A planner hint: "q8_w:interleaved" has the few-row dual kernel read W regrouped at load

@@ -18,10 +18,10 @@ so scale and zero point equal torch's bit for bit. Blocks must be contiguous run
 
 from __future__ import annotations
 
-from ...plan.storage import storage_of
 from .._np import np
 from ..common import row_workgroup
 from ..registry import OpUnit
+from ..storage import storage_of
 from .quantize import f32
 
 __all__ = ["UNITS", "choose_qparams_reference"]

@@ -13,10 +13,10 @@ import struct
 from typing import NamedTuple
 
 from ...errors import PlanError
-from ...plan.storage import storage_of
 from .._np import np
 from ..element import Element
 from ..registry import OpUnit
+from ..storage import storage_of
 
 __all__ = ["QuantParams", "f32", "quantize_params", "quantize_reference", "UNITS"]
 

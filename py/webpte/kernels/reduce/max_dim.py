@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 
 from ...errors import PlanError
-from ...plan.storage import WGSL_TYPE, storage_of
 from .._np import np
 from ..common import norm_dim
 from ..registry import OpUnit
+from ..storage import WGSL_TYPE, storage_of
 
 _OPS = {"aten.max.dim_max": "max", "aten.min.dim_min": "min"}
 

@@ -6,16 +6,16 @@ workgroup of 8 whose invocations each form all 8 partials and the tree, no barri
 device has subgroups, each partial formed by one lane of each subgroup and the tree's last
 steps taken across lanes with subgroupShuffleDown: the same adds, bitwise). An
 elementwise chain reading only the normed tensor (the decoder's pass-1 quantize and pass-2
-error chain) may run in the same dispatch (`lower_chain`, planned by plan/fusion.py), the
+error chain) may run in the same dispatch (`lower_chain`, planned by planner/fusion.py), the
 normed tensor never stored. The reference accumulates the sum of squares in float64 and
 applies the scale in float32, as the kernel does.
 """
 
 from __future__ import annotations
 
-from ...plan.storage import storage_of
 from .._np import np
 from ..registry import OpUnit
+from ..storage import storage_of
 
 _NAME = "et_vk.rms_norm.default"
 MAX_GROUPS = 65535  # rows beyond this fold into workgroup y

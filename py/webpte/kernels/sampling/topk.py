@@ -2,7 +2,7 @@
 
 Appended to a decoder's plan as readouts (Plan.readouts): each is a few passes of one
 kernel, every pass keeping the best `k` of each run of `CHUNK` entries until one run is
-left. Two variants, picked by a planner hint (TOPK_HINT; plan/hints.py):
+left. Two variants, picked by a planner hint (TOPK_HINT; planner/hints.py):
 - "lanes" (`shaders/sampling/topk.wgsl.j2`, CPU adapters): a run per lane, kept in a
   private sorted list by insertion, no barriers (a workgroup barrier costs a switch of every
   invocation on CPU adapters; a bitonic sort of 1024 entries per workgroup took 100 ms for

@@ -13,8 +13,8 @@ from ..errors import PlanError, UnsupportedOpError
 from ..kernels.common import Args
 from ..kernels.element import Element
 from ..kernels.registry import registry
+from ..kernels.storage import constant_key
 from ..pte.graph import Graph, OpCall, TensorValue, ValueList
-from .storage import constant_key
 
 PREPACK = "et_vk.prepack.default"
 

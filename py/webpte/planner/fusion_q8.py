@@ -57,10 +57,17 @@ from ..kernels.quantized.linear_q8 import (
 )
 from ..kernels.quantized.linear_q8 import NAME as LINEAR
 from ..kernels.quantized.quantize import f32
+from ..kernels.storage import (
+    PACKED,
+    WGSL_TYPE,
+    constant_key,
+    file_convert,
+    storage_bytes,
+    storage_of,
+)
 from ..pte.graph import Graph, TensorValue
 from .fusion import MAX_BINDINGS, Group, Uses, _element, chain_code
 from .share import prepacked
-from .storage import PACKED, WGSL_TYPE, constant_key, file_convert, storage_bytes, storage_of
 
 ADD = "aten.add.Tensor"
 

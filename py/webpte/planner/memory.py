@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import BufferSpec
+from ..plan.model import BufferSpec
 
 _POOLED = "activation"
 

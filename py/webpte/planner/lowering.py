@@ -12,6 +12,11 @@ from ..errors import PlanError, UnsupportedOpError
 from ..kernels.common import Args, grid_1d
 from ..kernels.registry import check_graph_args, missing_ops, registry
 from ..kernels.render import render
+from ..kernels.storage import WGSL_TYPE, constant_key, file_convert, storage_bytes, storage_of
+from ..plan.interleave import check as interleave_check
+from ..plan.interleave import interleaved_bytes
+from ..plan.model import DispatchSpec, IOSpec, KernelSpec, Plan
+from ..plan.validate import binding_access, conflicts, validate_plan
 from ..pte.graph import Graph, OpCall, SymIntValue, TensorValue
 from .fusion import Uses, find_groups, lower_group
 from .fusion_q8 import (
@@ -22,14 +27,9 @@ from .fusion_q8 import (
     lower_paired_linears,
     share_dual_linears,
 )
-from .interleave import check as interleave_check
-from .interleave import interleaved_bytes
 from .memory import assign_buffers
-from .model import DispatchSpec, IOSpec, KernelSpec, Plan
 from .share import share_duplicates
 from .split import DEFAULT_BINDING, split_large_weights
-from .storage import WGSL_TYPE, constant_key, file_convert, storage_bytes, storage_of
-from .validate import binding_access, conflicts, validate_plan
 
 WORKGROUP = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 
@@ -101,7 +101,7 @@ class Lowering:
                 init = ({"kind": "file", "offset": ref.offset, "nbytes": ref.nbytes,
                          "convert": file_convert(v, ref.nbytes)}
                         if ref.nbytes else {"kind": "zeros"})
-                if ref.nbytes and ref.pieces > 1:   # a column block (plan/split.py)
+                if ref.nbytes and ref.pieces > 1:   # a column block (planner/split.py)
                     if init["convert"] is not None:
                         raise PlanError(f"{self._where()}: constant {vid} is a column block "
                                         f"of {v.dtype.name} data, which needs converting")
@@ -124,7 +124,7 @@ class Lowering:
                         interleave: dict | None = None) -> int:
         """One constant buffer holding, back to back, the first `nbytes` of each constant of
         `items` ((value id, nbytes)): a "file_parts" init of their file bytes (none
-        converted), for kernels that run several ops' weights as one (plan/fusion_q8.py);
+        converted), for kernels that run several ops' weights as one (planner/fusion_q8.py);
         with `interleave`, their rows regrouped (plan/interleave.py)."""
         parts = []
         for vid, nbytes in items:
@@ -251,12 +251,12 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
 
     `features`: WGSL language features kernels may use (`L.features`); the default,
     none, gives kernels that every WebGPU implementation runs.
-    `fuse`: fuse chains of elementwise ops into one dispatch each (plan/fusion.py) and
-    the two passes of a two-pass int8 linear into one (plan/fusion_q8.py); False: neither;
+    `fuse`: fuse chains of elementwise ops into one dispatch each (planner/fusion.py) and
+    the two passes of a two-pass int8 linear into one (planner/fusion_q8.py); False: neither;
     "elementwise": only the first. None reads WEBPTE_FUSE the same way ("0" is False).
     `limits`: the target's limits (WebGPU names, snake case); weights larger than its
     `max_storage_buffer_binding_size` (default: the specification's 128 MiB) are split
-    (plan/split.py).
+    (planner/split.py).
     """
     missing = missing_ops(op.name for op in graph.chain)
     if missing:
@@ -271,7 +271,7 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
         fuse = fuse if fuse == "elementwise" else fuse != "0"
     binding = (limits or {}).get("max_storage_buffer_binding_size", DEFAULT_BINDING)
     graph = split_large_weights(graph, binding)
-    if fuse:   # repeated elementwise ops computed once (plan/share.py)
+    if fuse:   # repeated elementwise ops computed once (planner/share.py)
         graph = share_duplicates(graph, frozenset(input_ids + output_ids), frozenset(state_ids))
     L = Lowering(graph, features)
     for vid in input_ids:

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import PlanError
+from ..kernels.storage import storage_bytes
 from ..pte.graph import DType, Graph, OpCall, TensorValue, ValueList
-from .storage import storage_bytes
 
 DEFAULT_BINDING = 134217728  # WebGPU's default max_storage_buffer_binding_size
 _CAT = "aten.cat.default"

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from ..kernels.common import Args
 from ..kernels.element import Element
 from ..kernels.elementwise.binary import broadcast_strides
+from ..kernels.storage import PACKED, WGSL_TYPE, storage_of
 from ..pte.graph import Graph, ValueList
 from .share import arg_key, element_spec, prepacked
-from .storage import PACKED, WGSL_TYPE, storage_of
 
 MAX_BINDINGS = 8  # WebGPU's default maxStorageBuffersPerShaderStage
 
