@@ -24,11 +24,17 @@ export class BytesFile {
 }
 /** A File/Blob (a local file, or a cached Response's body): ranges read on demand. */
 export class BlobFile {
-    /** @param {Blob} blob @param {string} name @param {{chunkBytes?: number}} [options] */
-    constructor(blob: Blob, name: string, { chunkBytes }?: {
+    /**
+     * @param {Blob} blob @param {string} name
+     * @param {{chunkBytes?: number, stallMs?: number[]}} [options] `stallMs`: a slice read's time
+     *   limits, one per try (default BLOB_STALL_MS)
+     */
+    constructor(blob: Blob, name: string, { chunkBytes, stallMs }?: {
         chunkBytes?: number;
+        stallMs?: number[];
     });
     blob: Blob;
+    stallMs: number[];
     size: number;
     name: string;
     chunkBytes: number;
