@@ -50,6 +50,8 @@ export function loadProgram(source: string | URL | ArrayBuffer | ArrayBufferView
     data?: Array<string | URL | ArrayBuffer | ArrayBufferView | Blob>;
     chunkBytes?: number;
 }): Promise<Program>;
+export { Executor } from "./executor.js";
+export { requestDevice } from "./device.js";
 export { parsePlan } from "./plan.js";
 export { CACHE_NAME } from "./files.js";
 /** @typedef {{dtype: string, shape: number[], storage: string, name: string}} TensorSpec */
@@ -96,7 +98,6 @@ export type TensorSpec = {
     name: string;
 };
 export { WebpteError, PteFormatError, UnsupportedOpError, PlanError, InputError, AdapterError, NoWebGPUError, AdapterLimitsError, DeviceLostError, DisposedError, WorkerError, ContextFullError, TemplateError, ModelFolderError, HashMismatchError, QuotaError, ExternalDataError } from "./errors.js";
-export { Executor, requestDevice } from "./executor.js";
 export { runtimeInfo, terminate } from "./client.js";
 export { loadModel, Model, checkCapabilities } from "./model.js";
 export { listCachedModels, hasModelInCache, deleteModelFromCache } from "./cache.js";

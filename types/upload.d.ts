@@ -4,6 +4,11 @@ export function narrowI64(src: any, label: any): Uint8Array<ArrayBuffer>;
 export function convertInit(init: any, src: any, label: any): any;
 /** Write `src` to `target` at `offset` in writes of at most UPLOAD_CHUNK bytes (all multiples of 4). */
 export function writeChunked(queue: any, target: any, offset: any, src: any): void;
+/**
+ * Initialise buffer `target` of plan buffer `b` from its init: zeros, words, or file bytes
+ * (`files`: each file's bytes in memory, the program's first), converted as the init says.
+ */
+export function initialise(device: any, target: any, b: any, files: any): void;
 /** The most bytes of constants the loader held at once (tests and stats read it). */
 export class HeldMeter {
     now: number;

@@ -6,145 +6,15 @@
 // submit: their inputs are uploaded side by side first and each call copies its own into the
 // input buffers inside the command stream. The executor knows nothing about ops.
 
+import { AdapterError, DeviceLostError, DisposedError, InputError, PlanError } from './errors.js';
 import {
-  AdapterError, AdapterLimitsError, DeviceLostError, DisposedError, NoWebGPUError, PlanError,
-  InputError,
-} from './errors.js';
-import {
-  describeIO, fileBytes, fromStorage, parsePlan, storageBytes, toStorage,
+  describeIO, fromStorage, parsePlan, storageBytes, toStorage,
 } from './plan.js';
 import { validatePlan } from './plan_validate.js';
 import { BytesFile } from './sources.js';
-import { HeldMeter, StreamedUpload, convertInit, writeChunked } from './upload.js';
+import { HeldMeter, StreamedUpload, initialise } from './upload.js';
+import { checkFeatures, checkLimits, gpuCreations, gpuTraffic, recordCall, requestDevice } from './device.js';
 
-// Limits a plan may ask for beyond WebGPU's defaults (py/webpte/native/device.py REQUESTABLE).
-const REQUESTABLE = ['maxBufferSize', 'maxStorageBufferBindingSize', 'maxStorageBuffersPerShaderStage'];
-
-/**
- * GPU buffers and bind groups made so far on the devices `requestDevice` made (by anyone, not
- * only executors): long-session tests check that decode steps make none after load.
- */
-export const gpuCreations = { buffers: 0, bindGroups: 0 };
-
-/**
- * Host round trips so far on those devices: queue submits (by anyone), and bytes executors
- * read back from the GPU. Tests count them per decode step (one submit, only the readout).
- */
-export const gpuTraffic = { submits: 0, readBytes: 0 };
-
-/**
- * The latest executor calls (at most RECENT_CALLS, oldest first), each `{n, windows, submits,
- * readBytes, buffers, bindGroups, encode_ms, wait_ms, copy_ms}`: its number since the worker
- * started, how many calls went in its submit, what the devices counted while it ran (queue
- * submits, bytes read back, buffers and bind groups made) and its milliseconds on the host:
- * recording (inputs written, passes encoded, submitted), waiting for the read back (the GPU's
- * work and the map) and copying out. Tests count per decode step; the page bench splits a
- * call's time.
- * @type {Array<Record<string, number>>}
- */
-export const recentCalls = [];
-const RECENT_CALLS = 256;
-let callNumber = 0;
-
-function countCreations(device) {
-  const createBuffer = device.createBuffer.bind(device);
-  const createBindGroup = device.createBindGroup.bind(device);
-  const { queue } = device;
-  const submit = queue.submit.bind(queue);
-  device.createBuffer = (desc) => { gpuCreations.buffers++; return createBuffer(desc); };
-  device.createBindGroup = (desc) => { gpuCreations.bindGroups++; return createBindGroup(desc); };
-  queue.submit = (buffers) => { gpuTraffic.submits++; return submit(buffers); };
-  return device;
-}
-
-/** snake_case plan limit name -> WebGPU's camelCase. @param {string} name */
-export const limitName = (name) => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
-
-/**
- * Check `needed` (plan.limits, snake_case) against `have` (GPUSupportedLimits or a plain
- * object); returns the camelCase limits to request. min* limits must be at most the need.
- * @param {Record<string, number>} needed
- * @param {Record<string, number>} have
- * @returns {Record<string, number>}
- * @throws {AdapterLimitsError}
- */
-export function checkLimits(needed, have) {
-  const out = {};
-  for (const [snake, value] of Object.entries(needed ?? {})) {
-    const name = limitName(snake);
-    const allowed = have[name];
-    if (allowed === undefined) continue;
-    const isMin = name.startsWith('min');
-    if (isMin ? value < allowed : value > allowed) {
-      throw new AdapterLimitsError(
-        `the plan needs ${name} = ${value}, this GPU allows ${allowed}; use a GPU (or browser) `
-        + 'with larger WebGPU limits, or a smaller program', { limit: name, needed: value, allowed });
-    }
-    out[name] = value;
-  }
-  return out;
-}
-
-/** Device features a plan's `features` may name (the others are WGSL language features). */
-const DEVICE_FEATURES = ['subgroups'];
-
-/**
- * Check that the WGSL language features a plan's kernels use are all in `have`
- * (`navigator.gpu.wgslLanguageFeatures`, a set-like; skipped when the browser lists none),
- * and its device features (`subgroups`) in `device.features` once there is a device.
- * @param {string[]} needed
- * @param {{has: (name: string) => boolean} | undefined} have
- * @param {GPUDevice | null} [device]
- * @throws {PlanError}
- */
-export function checkFeatures(needed, have, device = null) {
-  const deviceFeatures = (needed ?? []).filter((f) => DEVICE_FEATURES.includes(f));
-  const lacking = device ? deviceFeatures.filter((f) => !device.features.has(f)) : [];
-  if (lacking.length) {
-    throw new PlanError(`the plan's kernels use ${lacking.join(', ')}, which this GPU device lacks; `
-      + 'plan the program in this page (without a cached plan from another device)');
-  }
-  if (!have) return;
-  const missing = (needed ?? []).filter((f) => !have.has(f) && !DEVICE_FEATURES.includes(f));
-  if (missing.length) {
-    throw new PlanError(`the plan's kernels use WGSL features this browser lacks (${missing.join(', ')}); `
-      + 'plan the program in this page (without a cached plan from another device)');
-  }
-}
-
-/**
- * A WebGPU device whose limits cover `needed` (plan.limits). It asks the adapter for its
- * maxima of the requestable limits, like the native device, so one device serves several
- * plans.
- * @param {Record<string, number>} [needed]
- * @param {{gpu?: GPU, powerPreference?: GPUPowerPreference}} [options]
- * @returns {Promise<GPUDevice>}
- * @throws {NoWebGPUError | AdapterLimitsError | AdapterError}
- */
-export async function requestDevice(needed = {}, { gpu = globalThis.navigator?.gpu, powerPreference = 'high-performance', caps = null } = {}) {
-  if (!gpu) {
-    throw new NoWebGPUError('this browser exposes no WebGPU (navigator.gpu is missing); use a '
-      + 'WebGPU browser (Chrome/Edge 113+, Safari 26+, Firefox 141+) over https or localhost');
-  }
-  const adapter = await gpu.requestAdapter({ powerPreference });
-  if (!adapter) {
-    throw new NoWebGPUError('WebGPU gave no adapter; enable hardware acceleration or WebGPU in '
-      + 'the browser settings (or chrome://flags/#enable-unsafe-webgpu)');
-  }
-  // With caps (web/limits.js), the device gets no more than they allow: what a smaller
-  // adapter would give.
-  const offered = (n) => Math.min(adapter.limits[n], caps?.[n] ?? Infinity);
-  checkLimits(needed, caps ? Object.fromEntries(Object.keys(needed ?? {}).map(limitName)
-    .filter((n) => adapter.limits[n] !== undefined).map((n) => [n, offered(n)])) : adapter.limits);
-  const requiredLimits = Object.fromEntries(REQUESTABLE.map((n) => [n, offered(n)]));
-  try {
-    // Subgroups whenever the adapter has them: plans for this browser may use them.
-    const requiredFeatures = DEVICE_FEATURES.filter((f) => adapter.features.has(f));
-    return countCreations(await adapter.requestDevice({ requiredLimits, requiredFeatures, label: 'webpte' }));
-  } catch (err) {
-    throw new AdapterError(`the adapter refused a device (${err.message}); close other GPU-heavy tabs and retry`);
-  }
-}
 
 /**
  * A Plan made real on one GPUDevice. Make it with `Executor.create`.
@@ -223,7 +93,7 @@ export class Executor {
     const fromFile = (b) => b.init?.kind === 'file' || b.init?.kind === 'file_parts';
     await this.#scoped('the buffers of the plan', () => {
       this.buffers = plan.buffers.map((b) => device.createBuffer({ size: b.size, usage, label: b.label || `b${b.id}` }));
-      for (const b of plan.buffers) if (!(streamed && fromFile(b))) this.#initialise(b, files);
+      for (const b of plan.buffers) if (!(streamed && fromFile(b))) initialise(device, this.buffers[b.id], b, files);
       this.staging = plan.outputs.map((o) => device.createBuffer({
         size: plan.buffers[o.buffer].size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
         label: `staging ${o.buffer}`,
@@ -339,35 +209,6 @@ export class Executor {
       this.#usable();
       throw new PlanError(`kernel ${k.name} failed to make a pipeline: ${err.message}`);
     }
-  }
-
-  #initialise(b, files) {
-    const init = b.init;
-    const target = this.buffers[b.id];
-    if (init == null) return;
-    if (init.kind === 'zeros') {
-      const enc = this.device.createCommandEncoder();
-      enc.clearBuffer(target);
-      this.device.queue.submit([enc.finish()]);
-      return;
-    }
-    if (init.kind === 'words') { // per-dispatch scalars, little endian u32
-      this.device.queue.writeBuffer(target, 0, Uint32Array.from(init.words));
-      return;
-    }
-    if (!files) throw new PlanError(`buffer ${b.label || b.id} needs file bytes; load with the program data`);
-    let src;
-    if (init.kind === 'file_parts') {
-      src = new Uint8Array(fileBytes(init));
-      let at = 0;
-      for (const p of init.parts) {
-        src.set(files[p.file ?? 0].subarray(p.offset, p.offset + p.nbytes), at);
-        at += p.nbytes;
-      }
-    } else {
-      src = files[init.file ?? 0].subarray(init.offset, init.offset + init.nbytes);
-    }
-    writeChunked(this.device.queue, target, 0, convertInit(init, src, b.label || b.id));
   }
 
   /** Method inputs: `[{buffer, dtype, shape, storage, name}]`. */
@@ -497,8 +338,7 @@ export class Executor {
       for (const s of staging) s.unmap();
       this.counters.readBytes += read;
       gpuTraffic.readBytes += read;
-      if (recentCalls.length === RECENT_CALLS) recentCalls.shift();
-      recentCalls.push({
+      recordCall({
         n: ++callNumber, windows: calls.length, submits: gpuTraffic.submits - before[0], readBytes: read,
         buffers: gpuCreations.buffers - before[1], bindGroups: gpuCreations.bindGroups - before[2],
         encode_ms: t1 - t0, wait_ms: t2 - t1, copy_ms: performance.now() - t2,
@@ -513,7 +353,7 @@ export class Executor {
   reset() {
     const done = this.tail.then(() => {
       this.#usable();
-      for (const i of this.plan.state) this.#initialise(this.plan.buffers[i], null);
+      for (const i of this.plan.state) initialise(this.device, this.buffers[i], this.plan.buffers[i], null);
     });
     this.tail = done.catch(() => {});
     return done;

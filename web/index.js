@@ -22,7 +22,8 @@ export {
   ContextFullError, TemplateError, ModelFolderError, HashMismatchError, QuotaError,
   ExternalDataError,
 } from './errors.js';
-export { Executor, requestDevice } from './executor.js';
+export { Executor } from './executor.js';
+export { requestDevice } from './device.js';
 export { parsePlan } from './plan.js';
 export { runtimeInfo, terminate } from './client.js';
 export { loadModel, Model, checkCapabilities } from './model.js';

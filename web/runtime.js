@@ -3,7 +3,8 @@
 
 import { lockFileURL, pyodideFiles, wheelURLs } from './assets.js';
 import { tuneDecode } from './autotune.js';
-import { Executor, checkLimits, requestDevice } from './executor.js';
+import { checkLimits, requestDevice } from './device.js';
+import { Executor } from './executor.js';
 import { WebpteError, WorkerError, errorFromWire } from './errors.js';
 import { plannerLimits } from './limits.js';
 import { fileBytes, parsePlan } from './plan.js';

@@ -206,3 +206,35 @@ export class StreamedUpload {
     }
   }
 }
+
+/**
+ * Initialise buffer `target` of plan buffer `b` from its init: zeros, words, or file bytes
+ * (`files`: each file's bytes in memory, the program's first), converted as the init says.
+ */
+export function initialise(device, target, b, files) {
+  const init = b.init;
+  if (init == null) return;
+  if (init.kind === 'zeros') {
+    const enc = device.createCommandEncoder();
+    enc.clearBuffer(target);
+    device.queue.submit([enc.finish()]);
+    return;
+  }
+  if (init.kind === 'words') { // per-dispatch scalars, little endian u32
+    device.queue.writeBuffer(target, 0, Uint32Array.from(init.words));
+    return;
+  }
+  if (!files) throw new PlanError(`buffer ${b.label || b.id} needs file bytes; load with the program data`);
+  let src;
+  if (init.kind === 'file_parts') {
+    src = new Uint8Array(fileBytes(init));
+    let at = 0;
+    for (const p of init.parts) {
+      src.set(files[p.file ?? 0].subarray(p.offset, p.offset + p.nbytes), at);
+      at += p.nbytes;
+    }
+  } else {
+    src = files[init.file ?? 0].subarray(init.offset, init.offset + init.nbytes);
+  }
+  writeChunked(device.queue, target, 0, convertInit(init, src, b.label || b.id));
+}

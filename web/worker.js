@@ -7,7 +7,7 @@
 import { InputError, errorFromWire } from './errors.js';
 import { modelHandlers } from './model_worker.js';
 import { Transfer, serve } from './protocol.js';
-import { gpuCreations, gpuTraffic, recentCalls } from './executor.js';
+import { gpuCreations, gpuTraffic, recentCalls } from './device.js';
 import { resolveLimits } from './limits.js';
 import { preflightProgram, streamPlanned, takePlan } from './preflight.js';
 import { BlobFile, UrlFile, blobOf } from './sources.js';

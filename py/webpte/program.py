@@ -12,7 +12,7 @@ from .errors import ExternalDataError, InputError, PlanError, UnsupportedOpError
 from .kernels.registry import missing_ops, registry
 from .limits import resolve_limits
 from .plan import Plan
-from .planner import lower
+from .planner import fused_graph, lower
 from .planner.dynamic import specialize
 from .planner.hints import resolve_hints
 from .planner.method import edge_names, method_graph
@@ -179,6 +179,9 @@ class Program:
 
             self.plan = plan_method(self.program, method, limits=cap)
             graph, ins, outs, state = method_parts(self.program.method(method))
+            # The graph the plan lowers (fused nodes run as the nodes they fused, in place).
+            graph = fused_graph(graph, ins, outs, state, features=resolve_hints(()),
+                                limits=resolve_limits(cap))
             self.executor = ReferenceExecutor(self.plan, graph, ins, outs, self.sources, state)
         self._positions = _position_input(self.plan)
         self._dynamic = any(io.dynamic for io in self.program.method(method).inputs)
@@ -209,8 +212,10 @@ class Program:
 
                 plan = plan_method(self.program, self.method_name, input_shapes=shapes)
                 graph, ins, outs, state = method_parts(self.program.method(self.method_name))
-                self._specialized[shapes] = ReferenceExecutor(
-                    plan, specialize(graph, ins, shapes), ins, outs, self.sources, state)
+                graph = fused_graph(specialize(graph, ins, shapes), ins, outs, state,
+                                    features=resolve_hints(()), limits=resolve_limits(self.limits))
+                self._specialized[shapes] = ReferenceExecutor(plan, graph, ins, outs,
+                                                              self.sources, state)
         return self._specialized[shapes]
 
     @property

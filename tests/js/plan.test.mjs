@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileBytes, fromStorage, interleaveRows, parsePlan, toStorage } from '../../web/plan.js';
-import { checkFeatures, checkLimits, limitName, requestDevice } from '../../web/executor.js';
+import { checkFeatures, checkLimits, limitName, requestDevice } from '../../web/device.js';
 import { AdapterLimitsError, ExternalDataError, InputError, PlanError } from '../../web/errors.js';
 
 const ADD_WGSL = `@group(0) @binding(0) var<storage, read> a: array<f32>;
@@ -186,7 +186,7 @@ test('limits: snake_case plan names, max and min rules, AdapterLimitsError detai
 });
 
 test('requestDevice: NoWebGPUError without navigator.gpu or an adapter, AdapterLimitsError for small limits', async () => {
-  const { requestDevice } = await import('../../web/executor.js');
+  const { requestDevice } = await import('../../web/device.js');
   const { NoWebGPUError } = await import('../../web/errors.js');
   await assert.rejects(requestDevice({}, { gpu: undefined }), (e) => e instanceof NoWebGPUError && /navigator.gpu/.test(e.message));
   await assert.rejects(requestDevice({}, { gpu: { requestAdapter: async () => null } }), NoWebGPUError);

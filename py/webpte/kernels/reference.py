@@ -93,7 +93,7 @@ def run_reference(graph: Graph, inputs: dict[int, np.ndarray], data,
                   constants: dict[int, np.ndarray] | None = None) -> RefEnv:
     """Interpret the graph with numpy. `inputs` maps graph input value ids to arrays;
     `state` (KV caches) persists across calls, `constants` caches decoded constants."""
-    missing = missing_ops(op.name for op in graph.chain)
+    missing = missing_ops(op.name for _, op in graph.unfused())
     if missing:
         raise UnsupportedOpError(f"no reference for op(s): {', '.join(missing)}", missing)
     check_graph_args(graph)
@@ -103,7 +103,7 @@ def run_reference(graph: Graph, inputs: dict[int, np.ndarray], data,
             raise InputError(f"reference: graph input {vid} not given")
         env.set(vid, inputs[vid])
     reg = registry()
-    for node, op in enumerate(graph.chain):
+    for node, op in graph.unfused():   # a fused node runs as the ops it fused, in order
         env.args.op_name = f"{op.name} (node {node})"
         reg[op.name].reference(env, op)
     return env

@@ -93,7 +93,7 @@ def unit_for(op: OpCall) -> OpUnit | None:
 def written_in_place(graph) -> frozenset[int]:
     """Values some op of the graph writes in place (OpUnit.mutates)."""
     mutating = {name: unit.mutates for name, unit in registry().items() if unit.mutates}
-    return frozenset(op.args[i] for op in graph.chain if op.name in mutating
+    return frozenset(op.args[i] for _, op in graph.unfused() if op.name in mutating
                      for i in mutating[op.name] if i < len(op.args))
 
 

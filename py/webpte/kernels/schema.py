@@ -102,7 +102,7 @@ def check_call(graph: Graph, node: int, call: OpCall, signature) -> None:
 
 def check_graph(graph: Graph, schemas: dict) -> None:
     """Check every call of the chain against its op's schema (`schemas`: name -> parsed)."""
-    for node, call in enumerate(graph.chain):
+    for node, call in graph.unfused():
         sig = schemas.get(call.name)
         if sig is not None:
             check_call(graph, node, call, sig)

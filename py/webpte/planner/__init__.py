@@ -1,5 +1,5 @@
 """The planner: a method's graph -> passes -> one lowering loop -> a Plan (webpte.plan)."""
 
-from .lowering import Lowering, lower
+from .lowering import Lowering, fused_graph, lower
 
-__all__ = ["Lowering", "lower"]
+__all__ = ["Lowering", "fused_graph", "lower"]

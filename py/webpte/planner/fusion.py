@@ -128,7 +128,7 @@ def find_groups(graph: Graph, uses: Uses, exclude=frozenset(),
     elements: dict[int, Element] = {}
     group_of: dict[int, Group] = {}        # producing node -> its open group
     producer: dict[int, int] = {}          # value id -> node, within the current run
-    for node in range(len(graph.chain)):
+    for node in range(len(graph.nodes)):
         e = None if node in exclude else _element(graph, node)
         if e is None:
             producer.clear()               # runs are consecutive elementwise nodes
@@ -169,11 +169,11 @@ def _attach_norm(graph: Graph, g: Group, uses: Uses, elements: dict[int, Element
 
     for vid in g.external:
         node = next((n for n in range(min(g.nodes) - 1, -1, -1)
-                     if graph.chain[n].args and graph.chain[n].args[-1] == vid), None)
-        if node is None or node in exclude or graph.chain[node].name != NORM:
+                     if graph.node(n).args and graph.node(n).args[-1] == vid), None)
+        if node is None or node in exclude or graph.node(node).name != NORM:
             continue
-        op = graph.chain[node]
-        reads = sum(graph.chain[n].args.count(vid) for n in g.nodes)
+        op = graph.node(node)
+        reads = sum(graph.node(n).args.count(vid) for n in g.nodes)
         packed = storage_of(graph.values[elements[g.root].out]) in PACKED
         rest = [v for v in g.external if v != vid]
         source = prepacked(graph)   # equal constants share one buffer
@@ -207,7 +207,7 @@ def _merge_siblings(graph: Graph, found: list[Group], elements: dict[int, Elemen
 
     source = prepacked(graph)
     made_at: dict[int, int] = {}   # value id -> the last node that writes it (its last arg)
-    for n, op in enumerate(graph.chain):
+    for n, op in enumerate(graph.nodes):
         if op.args:
             out = graph.values[op.args[-1]]
             # a multi-output op (split, max with indices) writes each tensor of its list
@@ -316,7 +316,7 @@ def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
     nodes = group.chain
     register = {}
     if group.head is not None:   # the normed value, in its stored form, is register nv
-        register[L.graph.chain[group.head].args[-1]] = "nv"
+        register[L.graph.node(group.head).args[-1]] = "nv"
     code = chain_code(L, nodes, elements, group.external, register, group.numel)
     bufs, words = code["bufs"], code["words"]
     outs = [elements[node].out for node in group.outputs]
@@ -328,7 +328,7 @@ def lower_group(L, group: Group, elements: dict[int, Element]) -> None:
     ops = "+".join(elements[node].op for node in nodes)
     if group.head is not None:
         from ..kernels.reduce.rms_norm import lower_chain
-        lower_chain(L, L.graph.chain[group.head], code, outputs, "rms_norm+" + ops, packed)
+        lower_chain(L, L.graph.node(group.head), code, outputs, "rms_norm+" + ops, packed)
         return
     wg, row = L.grid(-(-n // 4) if packed else n)
     k = L.kernel("fused/fused_elementwise", ops=ops, n=n,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..errors import PlanError, UnsupportedOpError
@@ -18,18 +18,11 @@ from ..plan.interleave import interleaved_bytes
 from ..plan.model import DispatchSpec, IOSpec, KernelSpec, Plan
 from ..plan.validate import binding_access, conflicts, validate_plan
 from ..pte.graph import Graph, OpCall, SymIntValue, TensorValue
-from .fusion import Uses, find_groups, lower_group
-from .fusion_q8 import (
-    attach_tails,
-    find_dual_linears,
-    lower_dual_linear,
-    lower_joined_linears,
-    lower_paired_linears,
-    share_dual_linears,
-)
+from .fusion import lower_group
+from .fusion_q8_lower import lower_dual_linear, lower_joined_linears, lower_paired_linears
 from .memory import assign_buffers
-from .share import share_duplicates
-from .split import DEFAULT_BINDING, split_large_weights
+from .passes import FusedCall, FusedGraph, PassContext, passes_for, run_passes
+from .split import DEFAULT_BINDING
 
 WORKGROUP = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup
 
@@ -238,11 +231,48 @@ class Lowering:
         return f"{self.op.name} (node {self.node})" if self.op else "graph"
 
 
+@dataclass(frozen=True)
+class FusedUnit:
+    """The unit of a fused node kind (planner/passes.py): its `lower(L, op)`."""
+
+    lower: Callable
+
+
+# Each fused kind's lowering: one dispatch for the nodes the pass fused.
+FUSED = {
+    "elementwise": FusedUnit(lambda L, op: lower_group(L, op.fused, op.elements)),
+    "dual_linear": FusedUnit(lambda L, op: lower_dual_linear(L, op.fused)),
+    "paired_linears": FusedUnit(lambda L, op: lower_paired_linears(L, op.fused)),
+    "joined_linears": FusedUnit(lambda L, op: lower_joined_linears(L, op.fused)),
+}
+
+
+def fused_graph(graph: Graph, input_ids, output_ids, state_ids=(), *,
+                features: Iterable[str] = (), fuse: bool | str | None = None,
+                limits: dict[str, int] | None = None, passes=None) -> FusedGraph:
+    """`graph` after the passes (planner/passes.py) `fuse` runs for this target (or the
+    list `passes`): what the lowering loop lowers, and what the interpreter runs (a fused
+    node as its own nodes)."""
+    missing = missing_ops(op.name for op in graph.chain)
+    if missing:
+        raise UnsupportedOpError(
+            f"no kernel for {len(missing)} op(s): {', '.join(missing)}", missing)
+    check_graph_args(graph)
+    if fuse is None:
+        fuse = os.environ.get("WEBPTE_FUSE", "1")
+        fuse = fuse if fuse == "elementwise" else fuse != "0"
+    ctx = PassContext(tuple(input_ids), tuple(output_ids), tuple(state_ids),
+                      frozenset(features),
+                      (limits or {}).get("max_storage_buffer_binding_size", DEFAULT_BINDING))
+    return run_passes(graph, ctx, passes_for(fuse) if passes is None else passes)
+
+
 def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None = None,
           output_ids: list[int] | None = None, input_dtypes: list[str] | None = None,
           output_dtypes: list[str] | None = None, max_context: int | None = None,
           features: Iterable[str] = (), fuse: bool | str | None = None,
-          state_ids: Iterable[int] = (), limits: dict[str, int] | None = None) -> Plan:
+          state_ids: Iterable[int] = (), limits: dict[str, int] | None = None,
+          passes=None) -> Plan:
     """Lower `graph` to a Plan. Inputs/outputs default to the graph's own order.
 
     `state_ids`: values that persist across calls (mutable buffers such as KV caches that
@@ -251,68 +281,28 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
 
     `features`: WGSL language features kernels may use (`L.features`); the default,
     none, gives kernels that every WebGPU implementation runs.
-    `fuse`: fuse chains of elementwise ops into one dispatch each (planner/fusion.py) and
-    the two passes of a two-pass int8 linear into one (planner/fusion_q8.py); False: neither;
-    "elementwise": only the first. None reads WEBPTE_FUSE the same way ("0" is False).
+    `fuse`: which passes run (planner/passes.py): True every one, "elementwise" the
+    elementwise fusion and those that are no fusion, False only those; None reads
+    WEBPTE_FUSE the same way ("0" is False). `passes`: that list itself (tests).
     `limits`: the target's limits (WebGPU names, snake case); weights larger than its
     `max_storage_buffer_binding_size` (default: the specification's 128 MiB) are split
     (planner/split.py).
     """
-    missing = missing_ops(op.name for op in graph.chain)
-    if missing:
-        raise UnsupportedOpError(
-            f"no kernel for {len(missing)} op(s): {', '.join(missing)}", missing)
-    check_graph_args(graph)
     input_ids = list(graph.input_ids if input_ids is None else input_ids)
     output_ids = list(graph.output_ids if output_ids is None else output_ids)
     state_ids = list(state_ids)
-    if fuse is None:
-        fuse = os.environ.get("WEBPTE_FUSE", "1")
-        fuse = fuse if fuse == "elementwise" else fuse != "0"
-    binding = (limits or {}).get("max_storage_buffer_binding_size", DEFAULT_BINDING)
-    graph = split_large_weights(graph, binding)
-    if fuse:   # repeated elementwise ops computed once (planner/share.py)
-        graph = share_duplicates(graph, frozenset(input_ids + output_ids), frozenset(state_ids))
+    graph = fused_graph(graph, input_ids, output_ids, state_ids, features=features,
+                        fuse=fuse, limits=limits, passes=passes)
     L = Lowering(graph, features)
     for vid in input_ids:
         L.vbufs[L.buf(vid)].role = "input"
     for vid in state_ids:
         L.state_buf(vid)
-    # Dual linears first; their adds and epilogues are withheld from elementwise groups
-    # (fusion_q8.py). Each dual dispatch takes its root's place.
-    uses = Uses.of(graph, input_ids, output_ids + state_ids) if fuse else None
-    duals = find_dual_linears(graph, uses) if fuse is True else {}
-    withheld = {node for d in duals.values() for node in (d.add, *d.epilogue)}
-    writes_state = {node for node, op in enumerate(graph.chain)
-                    if op.args and op.args[-1] in set(state_ids)}
-    groups, elements = (find_groups(graph, uses, exclude=withheld | writes_state,
-                                    unstable=frozenset(state_ids)) if fuse else ({}, {}))
-    deferred = {node for g in groups.values() for node in g.nodes}
-    deferred |= {node for d in duals.values() for node in d.linears} | withheld
-    # Pairs that share a dispatch: the MLP's gate and up (at up's root), then q, k and v
-    # (at q's root); the others plan nothing.
-    shared = share_dual_linears(graph, duals, uses, L.features, binding)
-    joined, paired, joined_away = shared.joined, shared.paired, shared.away
-    # A packed group reading a paired result alone runs in the paired dispatch (Tail).
-    tails = attach_tails(graph, paired, groups, elements, uses, L.features)
-    groups = {at: g for at, g in groups.items() if at not in tails}
-    deferred |= tails
     reg = registry()
-    for node, op in enumerate(graph.chain):
+    for op, node in zip(graph.chain, graph.origin, strict=True):
         L.op, L.node = op, node
         L.args.op_name = f"{op.name} (node {node})"
-        if node in joined:
-            lower_joined_linears(L, joined[node])
-        elif node in paired:
-            lower_paired_linears(L, paired[node])
-        elif node in joined_away:
-            continue
-        elif node in duals:
-            lower_dual_linear(L, duals[node])
-        elif node in groups:
-            lower_group(L, groups[node], elements)
-        elif node not in deferred:
-            reg[op.name].lower(L, op)
+        (FUSED[op.kind] if isinstance(op, FusedCall) else reg[op.name]).lower(L, op)
     L.op, L.node = None, -1
     separate_read_write(L)
     for vid in output_ids:

@@ -22,7 +22,7 @@ PREPACK = "et_vk.prepack.default"
 def prepacked(graph: Graph, fixed=frozenset()) -> dict[int, int]:
     """Prepacked value -> its source: a prepacked constant holds the constant's bytes and
     shares its buffer (delegates prepack each use of a constant apart)."""
-    return {op.args[1]: op.args[0] for op in graph.chain
+    return {op.args[1]: op.args[0] for op in graph.nodes
             if op.name == PREPACK and len(op.args) == 2 and op.args[1] not in fixed}
 
 
@@ -42,7 +42,7 @@ def arg_key(graph: Graph, vid: int, derived=None) -> tuple:
 def element_spec(graph: Graph, node: int) -> Element | None:
     """The node's element spec (kernels/element.py), or None: not an elementwise unit, or a
     form its own lowering refuses (and reports)."""
-    op = graph.chain[node]
+    op = graph.node(node)
     unit = registry().get(op.name)
     if unit is None or unit.element is None:
         return None

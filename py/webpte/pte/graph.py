@@ -111,6 +111,20 @@ class Graph:
             raise TypeError(f"value {vid} is {type(v).__name__}, not a tensor")
         return v
 
+    # Planner passes (webpte/planner/passes.py) replace nodes by fused ones and keep the
+    # nodes as the reader made them: `nodes` is that chain (node n of a plan is nodes[n]),
+    # `unfused()` the chain with each fused node's own nodes in its place.
+    @property
+    def nodes(self) -> list[OpCall]:
+        return self.chain
+
+    def node(self, n: int) -> OpCall:
+        return self.nodes[n]
+
+    def unfused(self):
+        """(node index, op) of every op the chain computes, in the order it computes them."""
+        return enumerate(self.chain)
+
     def op_histogram(self) -> dict[str, int]:
         hist: dict[str, int] = {}
         for op in self.chain:
