@@ -122,36 +122,9 @@ def greedy(model, prompt: str, tokens: int) -> tuple[list[int], list[int], float
     return session.prompt_ids([Turn("user", prompt)]), list(session.stats.token_ids), seconds
 
 
-def gaps(model, prompt_ids: list[int], tokens: list[int]) -> list[float]:
-    """Best minus runner-up logit before each generated token, fed window by window from a
-    zeroed cache."""
-    from webpte.host.turn import decode_window_start, prefill_windows
-
-    ids = list(prompt_ids)
-    model.decoder.reset()
-
-    def window(start: int) -> np.ndarray:
-        embeds = model.embeddings(ids)
-        (logits,) = model.decoder.run(embeds[None, start:start + model.rows],
-                                      np.array([start], np.int64))
-        return logits.reshape(-1, logits.shape[-1])[-1]
-
-    logits = None
-    for start in prefill_windows([], ids, model.contract)[1]:
-        logits = window(start)
-    out = []
-    for step, token in enumerate(tokens):
-        top = np.sort(logits)[-2:]
-        out.append(float(top[1] - top[0]))
-        ids.append(token)
-        if step + 1 < len(tokens):
-            logits = window(decode_window_start(len(ids), model.contract))
-    model.decoder.reset()
-    return out
-
-
 def expect(folder: Path, prompt: str, tokens: int, limits) -> int:
     from webpte.host import load_model
+    from webpte.host.model import logit_gaps
 
     result = {"prompt": prompt, "max_new_tokens": tokens,
               "decoder_sha256": _sha256(folder / "decoder.pte")}
@@ -159,7 +132,7 @@ def expect(folder: Path, prompt: str, tokens: int, limits) -> int:
     prompt_ids, ids, secs = greedy(gpu, prompt, tokens)
     result["prompt_ids"] = prompt_ids
     result["gpu"] = {"token_ids": ids, "seconds": round(secs, 2)}
-    result["gaps"] = gaps(gpu, prompt_ids, ids)
+    result["gaps"] = logit_gaps(gpu, prompt_ids, ids)
     print(f"gpu: {ids} in {secs:.1f} s", flush=True)
     del gpu
     ref = load_model(folder, backend="reference")

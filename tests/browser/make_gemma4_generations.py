@@ -57,40 +57,9 @@ def converse(model, conv) -> list[dict]:
     return out
 
 
-def _gaps(model, prompt_ids: list[int], tokens: list[int], penalty: float) -> list[float]:
-    """Best minus runner-up score (logits, penalized as the Sampler does) before each
-    generated token, fed from a zeroed cache."""
-    import numpy as np
-
-    from webpte.host.turn import decode_window_start, prefill_windows
-
-    ids = list(prompt_ids)
-    model.decoder.reset()
-
-    def window(start: int) -> np.ndarray:
-        embeds = model.embeddings(ids)
-        (logits,) = model.decoder.run(embeds[None, start:start + model.rows],
-                                      np.array([start], np.int64))
-        return logits.reshape(-1)
-
-    for start in prefill_windows([], ids, model.contract)[1]:
-        logits = window(start)
-    gaps = []
-    for step, token in enumerate(tokens):
-        seen = sorted(set(ids))
-        logits[seen] = np.where(logits[seen] > 0, logits[seen] / penalty,
-                                logits[seen] * penalty)
-        top = np.sort(logits)[-2:]
-        gaps.append(float(top[1] - top[0]))
-        ids.append(token)
-        if step + 1 < len(tokens):
-            logits = window(decode_window_start(len(ids), model.contract))
-    model.decoder.reset()
-    return gaps
-
-
 def main(out: str) -> None:
     from webpte.host import load_model
+    from webpte.host.model import logit_gaps
 
     gpu, ref = load_model(FOLDER), load_model(FOLDER, backend="reference")
     conversations = []
@@ -99,7 +68,7 @@ def main(out: str) -> None:
         for turn, r in zip(turns, converse(ref, conv), strict=True):
             turn["reference_token_ids"] = r["token_ids"]
             turn["reference_reused_rows"] = r["reused_rows"]
-            turn["gaps"] = _gaps(gpu, turn["prompt_ids"], turn["token_ids"],
+            turn["gaps"] = logit_gaps(gpu, turn["prompt_ids"], turn["token_ids"],
                                  conv.get("repetition_penalty", 1.0))
         conversations.append({"history": conv.get("history", []), "turns": turns,
                               "repetition_penalty": conv.get("repetition_penalty", 1.0)})

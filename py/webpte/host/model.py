@@ -89,3 +89,41 @@ def load_model(folder: str | os.PathLike, *, verify: bool = True,
     `limits`: as `webpte.load`'s)."""
     return Model(resolve_model_folder(Path(folder), verify=verify), backend=backend,
                  limits=limits)
+
+
+def logit_gaps(model: Model, prompt_ids: list[int], tokens: list[int],
+               penalty: float = 1.0) -> list[float]:
+    """Best minus runner-up score before each of `tokens` (a generation after `prompt_ids`),
+    the model fed window by window from a zeroed cache; scores are the logits with the
+    repetition `penalty` applied to the ids seen so far, as the Sampler does. A small gap
+    marks a step where another backend may rightly pick another token. The cache is zeroed
+    again after."""
+    import numpy as np
+
+    from .turn import decode_window_start, prefill_windows
+
+    ids = list(prompt_ids)
+    model.decoder.reset()
+
+    def window(start: int) -> np.ndarray:
+        embeds = model.embeddings(ids)
+        (logits,) = model.decoder.run(embeds[None, start:start + model.rows],
+                                      np.array([start], np.int64))
+        return logits.reshape(-1, logits.shape[-1])[-1]
+
+    logits = None
+    for start in prefill_windows([], ids, model.contract)[1]:
+        logits = window(start)
+    gaps = []
+    for step, token in enumerate(tokens):
+        seen = sorted(set(ids))
+        if penalty != 1.0:
+            logits[seen] = np.where(logits[seen] > 0, logits[seen] / penalty,
+                                    logits[seen] * penalty)
+        top = np.sort(logits)[-2:]
+        gaps.append(float(top[1] - top[0]))
+        ids.append(token)
+        if step + 1 < len(tokens):
+            logits = window(decode_window_start(len(ids), model.contract))
+    model.decoder.reset()
+    return gaps
