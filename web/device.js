@@ -32,13 +32,13 @@ export const gpuTraffic = { submits: 0, readBytes: 0 };
  */
 export const recentCalls = [];
 const RECENT_CALLS = 256;
+let callNumber = 0;
 
-/** Keep `call` among recentCalls (the oldest goes past RECENT_CALLS). */
+/** Keep `call` among recentCalls, numbered (the oldest goes past RECENT_CALLS). */
 export function recordCall(call) {
   if (recentCalls.length === RECENT_CALLS) recentCalls.shift();
-  recentCalls.push(call);
+  recentCalls.push({ n: ++callNumber, ...call });
 }
-let callNumber = 0;
 
 function countCreations(device) {
   const createBuffer = device.createBuffer.bind(device);

@@ -339,7 +339,7 @@ export class Executor {
       this.counters.readBytes += read;
       gpuTraffic.readBytes += read;
       recordCall({
-        n: ++callNumber, windows: calls.length, submits: gpuTraffic.submits - before[0], readBytes: read,
+        windows: calls.length, submits: gpuTraffic.submits - before[0], readBytes: read,
         buffers: gpuCreations.buffers - before[1], bindGroups: gpuCreations.bindGroups - before[2],
         encode_ms: t1 - t0, wait_ms: t2 - t1, copy_ms: performance.now() - t2,
       });
