@@ -1,4 +1,4 @@
-/** Keep `call` among recentCalls (the oldest goes past RECENT_CALLS). */
+/** Keep `call` among recentCalls, numbered (the oldest goes past RECENT_CALLS). */
 export function recordCall(call: any): void;
 /**
  * Check `needed` (plan.limits, snake_case) against `have` (GPUSupportedLimits or a plain
