@@ -188,11 +188,17 @@ export class Executor {
   }
 
   async #pipeline(k) {
+    // In its own error scope: a kernel that does not compile is this kernel's PlanError, not
+    // an uncaptured error that a call made meanwhile (a streamed upload's) reports first.
+    this.device.pushErrorScope('validation');
     const module = this.device.createShaderModule({ code: k.wgsl, label: k.name });
+    const scoped = this.device.popErrorScope();
     const info = await module.getCompilationInfo();
+    const invalid = await scoped;
     const errors = info.messages.filter((m) => m.type === 'error');
-    if (errors.length) {
-      const lines = errors.map((m) => `  ${m.lineNum}:${m.linePos} ${m.message}`).join('\n');
+    if (errors.length || invalid) {
+      const lines = errors.length ? errors.map((m) => `  ${m.lineNum}:${m.linePos} ${m.message}`).join('\n')
+        : `  ${invalid.message}`;
       throw new PlanError(`kernel ${k.name} failed to compile:\n${lines}\n${k.wgsl}`);
     }
     try {
