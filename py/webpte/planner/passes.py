@@ -87,11 +87,12 @@ class FusedGraph(Graph):
         return {n: op for op, n in zip(self.chain, self.origin, strict=True)
                 if isinstance(op, FusedCall) and op.kind == kind}
 
-    def call(self, kind: str, fused, nodes, reads=()) -> FusedCall:
+    def call(self, kind: str, fused, nodes, reads=(), elements=None) -> FusedCall:
+        """A `kind` node computing `nodes` (original indices) from the pass's decision."""
         nodes = tuple(sorted(set(nodes)))
         args = tuple(dict.fromkeys(v for n in nodes for v in self.base[n].args))
         return FusedCall(f"webpte.fused.{kind}", args, kind=kind, fused=fused, nodes=nodes,
-                         reads=tuple(reads))
+                         elements=elements or {}, reads=tuple(reads))
 
     def rewrite(self, place: dict[int, FusedCall], drop) -> FusedGraph:
         """This graph with node `n` of `place` replaced by place[n] and the nodes in `drop`
@@ -165,10 +166,8 @@ def elementwise(graph: Graph, ctx: PassContext) -> Graph:
                                    unstable=frozenset(ctx.state_ids))
     place, drop = {}, set()
     for at, group in groups.items():
-        call = g.call("elementwise", group, group.nodes)
-        place[at] = FusedCall(call.name, call.args, kind=call.kind, fused=group,
-                              nodes=call.nodes,
-                              elements={n: elements[n] for n in call.nodes if n in elements})
+        place[at] = g.call("elementwise", group, group.nodes,
+                           elements={n: elements[n] for n in group.nodes if n in elements})
         drop.update(group.nodes)
     return g.rewrite(place, drop)
 
