@@ -4,7 +4,8 @@
 // Prints the load split by stage (fetch, Python boot, plan, upload, pipelines), each call's
 // time and rel-L2 per output, the worker's peak JS heap (with ArrayBuffers) during the load (CDP
 // Runtime.getHeapUsage on the worker target, polled: V8 heap + ArrayBuffer
-// backing stores), Pyodide's wasm heap and the largest
+// backing stores), Pyodide's wasm heap, the peak Pss of Chromium's processes (Linux /proc:
+// tools/browser_memory.mjs) and the largest
 // chunk of weights the loader held; exits 1
 // when an output has no reference, another shape, or a rel-L2 above --tolerance (or NaN).
 // Needs `npm run build` (dist/; WEBPTE_DIST=DIR serves another build).
@@ -12,6 +13,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSuitePage } from '../tests/browser/browser.mjs';
 import { heapPoller } from './worker_heap.mjs';
+import { pssPoller } from './browser_memory.mjs';
 import { readNpz } from '../tests/bundler/npz.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -72,12 +74,14 @@ async function main() {
   try {
     await s.page.evaluate(() => suite.webpte.runtimeInfo?.()); // the worker starts: its heap is polled
     const poller = await heapPoller(s.page);
+    const browserMemory = pssPoller();
     const loaded = await s.page.evaluate(async ([src, limits, chunkBytes]) => {
       const t0 = performance.now();
       window.program = await suite.webpte.loadProgram(src, { limits, chunkBytes: chunkBytes ?? undefined });
       return performance.now() - t0;
     }, [`/prog/${basename(opts.pte)}`, opts.limits, opts.chunkBytes ?? null]);
     const peakHeap = await poller.stop();
+    const peakPss = browserMemory.stop();
     const result = await s.page.evaluate(async ([load_ms, todo]) => {
       const { program } = window;
       const out = [];
@@ -123,6 +127,8 @@ async function main() {
     console.log(`worker memory: peak JS heap (with ArrayBuffers) during the load ${mb(peakHeap)}, wasm heap ${mb(result.heap?.wasmHeapBytes)}, `
       + `constants held at once ${mb(st.largest_held ?? null)} (${st.streamed ? `streamed: largest chunk ${mb(st.largest_chunk)}, `
         + `largest whole-tensor piece ${mb(st.largest_piece)}` : 'the whole file'})`);
+    console.log(`browser memory: peak Pss of Chromium's processes during the load ${mb(peakPss.total)} (`
+      + `${Object.entries(peakPss.byType).map(([t, n]) => `${t} ${mb(n)}`).join(', ')})`);
   } finally {
     await s.close();
   }
