@@ -50,7 +50,7 @@ def _calls(plan, n=2):
     return out
 
 
-def _interpret(graph, ins, arrays_per_call, data, state_ids):
+def _interpret(graph, ins, arrays_per_call, data):
     state: dict = {}
     outs = []
     for arrays in arrays_per_call:
@@ -97,8 +97,8 @@ def test_each_fusing_pass_keeps_outputs_bitwise(gpu, decoder, upto):
     for c, (a, b) in enumerate(zip(*runs, strict=True)):
         for x, y in zip(a, b, strict=True):
             assert x.tobytes() == y.tobytes(), f"call {c}: {PASSES[upto].name} changed an output"
-    flat = _interpret(_graph(decoder, [PASSES[0]]), ins, calls, data, state)
-    fused = _interpret(g1, ins, calls, data, state)
+    flat = _interpret(_graph(decoder, [PASSES[0]]), ins, calls, data)
+    fused = _interpret(g1, ins, calls, data)
     for c, (a, b) in enumerate(zip(flat, fused, strict=True)):
         for x, y in zip(a, b, strict=True):
             assert x.tobytes() == y.tobytes(), f"call {c}: fused nodes ran out of place"

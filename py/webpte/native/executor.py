@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import InputError, PlanError
 from ..plan.interleave import interleave
-from ..plan.io import _NP_STORAGE, from_storage_bytes, to_storage_bytes  # noqa: F401
+from ..plan.io import from_storage_bytes, to_storage_bytes
 from ..plan.model import Plan
 from ..plan.validate import validate_plan
 from ..pte.data_file import file_source

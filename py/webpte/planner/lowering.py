@@ -231,19 +231,12 @@ class Lowering:
         return f"{self.op.name} (node {self.node})" if self.op else "graph"
 
 
-@dataclass(frozen=True)
-class FusedUnit:
-    """The unit of a fused node kind (planner/passes.py): its `lower(L, op)`."""
-
-    lower: Callable
-
-
-# Each fused kind's lowering: one dispatch for the nodes the pass fused.
-FUSED = {
-    "elementwise": FusedUnit(lambda L, op: lower_group(L, op.fused, op.elements)),
-    "dual_linear": FusedUnit(lambda L, op: lower_dual_linear(L, op.fused)),
-    "paired_linears": FusedUnit(lambda L, op: lower_paired_linears(L, op.fused)),
-    "joined_linears": FusedUnit(lambda L, op: lower_joined_linears(L, op.fused)),
+# Each fused kind's (planner/passes.py) `lower(L, op)`: one dispatch for the nodes it fused.
+FUSED: dict[str, Callable] = {
+    "elementwise": lambda L, op: lower_group(L, op.fused, op.elements),
+    "dual_linear": lambda L, op: lower_dual_linear(L, op.fused),
+    "paired_linears": lambda L, op: lower_paired_linears(L, op.fused),
+    "joined_linears": lambda L, op: lower_joined_linears(L, op.fused),
 }
 
 
@@ -302,7 +295,7 @@ def lower(graph: Graph, *, method: str = "forward", input_ids: list[int] | None 
     for op, node in zip(graph.chain, graph.origin, strict=True):
         L.op, L.node = op, node
         L.args.op_name = f"{op.name} (node {node})"
-        (FUSED[op.kind] if isinstance(op, FusedCall) else reg[op.name]).lower(L, op)
+        (FUSED[op.kind] if isinstance(op, FusedCall) else reg[op.name].lower)(L, op)
     L.op, L.node = None, -1
     separate_read_write(L)
     for vid in output_ids:
