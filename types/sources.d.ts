@@ -1,3 +1,5 @@
+/** Whether a 206 answers `bytes=from-` of a `total`-byte file (also web/files.js's downloads). */
+export function resumes(resp: any, from: any, total: any): boolean;
 /**
  * A Response body of unknown layout (no byte ranges to plan from) kept as a Blob without
  * holding it: its chunks go to the browser's blob store in parts of about CHUNK_BYTES.

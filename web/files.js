@@ -5,6 +5,7 @@
 
 import { HashMismatchError, InputError, ModelFolderError } from './errors.js';
 import { Progress } from './progress.js';
+import { resumes } from './sources.js';
 
 /** Cache API name; bump the version when the way entries are stored changes. */
 export const CACHE_NAME = 'webpte-models-v1';
@@ -22,14 +23,6 @@ const MB = (n) => `${(n / 1e6).toFixed(1)} MB`;
 
 /** A file the folder does not have (HTTP 404, or not among the picked files). */
 export class MissingFile extends Error {}
-
-/** Whether a 206 answers `bytes=from-` of a `total`-byte file. */
-function resumes(resp, from, total) {
-  const range = resp.headers.get('content-range'); // unreadable cross-origin unless exposed
-  const m = range && /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(range);
-  if (m) return Number(m[1]) === from && Number(m[2]) === total - 1 && (m[3] === '*' || Number(m[3]) === total);
-  return Number(resp.headers.get('content-length')) === total - from;
-}
 
 /** A body of unknown length (encoded, or no Content-Length): streamed whole, not resumable. */
 async function readUnsized(url, resp, onBytes) {

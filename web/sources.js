@@ -231,8 +231,8 @@ export class RangedFile {
   }
 }
 
-/** Whether a 206 answers `bytes=from-` of a `total`-byte file. */
-function resumes(resp, from, total) {
+/** Whether a 206 answers `bytes=from-` of a `total`-byte file (also web/files.js's downloads). */
+export function resumes(resp, from, total) {
   const range = resp.headers.get('content-range'); // unreadable cross-origin unless exposed
   const m = range && /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(range);
   if (m) return Number(m[1]) === from && Number(m[2]) === total - 1 && (m[3] === '*' || Number(m[3]) === total);
