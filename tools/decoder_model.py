@@ -19,8 +19,13 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 from executorch.examples.models.llama.export_llama_lib import _get_source_transforms
-from executorch.examples.models.llama.llama_transformer import construct_transformer
+from executorch.examples.models.llama.feed_forward import FeedForward
+from executorch.examples.models.llama.llama_transformer import (
+    TransformerBlock,
+    construct_transformer,
+)
 from executorch.examples.models.llama.model_args import ModelArgs
+from executorch.examples.models.llama.norm import RMSNorm
 from executorch.examples.models.llama.source_transformation.custom_kv_cache import (
     CustomKVCache,
 )
@@ -53,6 +58,9 @@ class DecoderConfig:
     q4: str = ""
     group_size: int = 32  # of q4's weight groups along K
     qk_norm: bool = False  # RMSNorm of q and k per head before rope (Qwen3, Gemma 3)
+    # Gemma 3's layer: (1 + w) RMSNorms, norms after attention and after the feed-forward,
+    # a gelu-tanh feed-forward and the input embeddings scaled by sqrt(dim) (`gemma3_block`)
+    gemma: bool = False
     sink: bool = True  # constant K/V for row 0 when input_pos == 0
     seed: int = 0  # random weights, sink K/V and calibration windows
 
@@ -91,12 +99,10 @@ SMOLLM2_135M = DecoderConfig(
 
 # Real-size shapes of the published WebGPU LLM programs (random weights, this recipe: int8
 # two-pass linears or 4-bit, windowed, sink row), cut to `layers` by `real_size(name, layers)`.
-# Embeddings (and so a tied head's sharing, Gemma's embedding scale) are the host's; the
-# context of 512 is Gemma 3's sliding window, so its local layers attend as the global ones
-# (their rope base, 10,000 against 1,000,000, is not reproduced). ExecuTorch 1.5.1's llama
-# Transformer has no Gemma 3 layer (gelu-tanh feed-forward, norms after attention and after the
-# feed-forward): the gemma3_1b shape has Gemma's widths, heads, vocab and q/k norms on a SiLU
-# llama layer.
+# Embeddings (and so a tied head's sharing) are the host's. gemma3_1b has Gemma 3's layer
+# (`gemma3_block`; its sqrt(dim) embedding scale is the program's first op). The context of 512
+# is Gemma 3's sliding window, so its local layers attend as the global ones; their rope base
+# (10,000 against 1,000,000) is not reproduced: ExecuTorch's llama Transformer has one rope.
 REAL_SIZE = {
     # Llama-3.2-1B: width 2048, 32/8 heads, hidden 8192, vocab 128,256 (int8 head 262.7 MB)
     "llama1b": DecoderConfig(dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, head_dim=64,
@@ -109,7 +115,8 @@ REAL_SIZE = {
     # Gemma-3-1B's widths: 1152, 4/1 heads of 256, hidden 6912, vocab 262,144 (int8 head 302 MB)
     "gemma3_1b": DecoderConfig(dim=1152, n_layers=26, n_heads=4, n_kv_heads=1, head_dim=256,
                                hidden_dim=6912, vocab_size=262144, max_context_len=512,
-                               norm_eps=1e-6, rope_theta=1000000.0, qk_norm=True),
+                               norm_eps=1e-6, rope_theta=1000000.0, qk_norm=True,
+                               gemma=True),
 }
 
 
@@ -145,12 +152,52 @@ def model_args(config: DecoderConfig) -> ModelArgs:
         rope_theta=config.rope_theta,
         use_qk_norm=config.qk_norm,
         qk_norm_before_rope=True,
+        rms_norm_add_unit_offset=config.gemma,
         apply_embedding=False,
         # Makes rope slice its table with narrow(start_pos), which the hf-rope fusion needs;
         # the export itself stays static.
         enable_dynamic_shape=True,
         generate_full_logits=False,
     )
+
+
+# ---------------------------------------------------------------- Gemma 3's layer
+
+
+class GeluTanhFeedForward(FeedForward):
+    """Gemma's feed-forward: w2(gelu_tanh(w1 x) * w3 x)."""
+
+    def forward(self, x):
+        return self.w2(F.gelu(self.w1(x), approximate="tanh") * self.w3(x))
+
+
+class Gemma3Block(TransformerBlock):
+    """Gemma 3's block on the llama one: h = x + post_attention_norm(attention(norm(x))),
+    out = h + post_ffn_norm(feed_forward(ffn_norm(h))); all norms (1 + w) RMSNorms."""
+
+    def forward(self, x, freqs_cos, freqs_sin, attn_options):
+        attention, update = self.attention(
+            self.attention_norm(x), freqs_cos, freqs_sin, **attn_options)
+        h = x + self.post_attention_norm(attention)
+        return h + self.post_ffn_norm(self.feed_forward(self.ffn_norm(h))), update
+
+
+def gemma3_block(layer: TransformerBlock, config: DecoderConfig) -> None:
+    """Turn one of ExecuTorch's llama blocks (made with rms_norm_add_unit_offset) into Gemma 3's
+    in place: its names stay the llama ones, plus `post_attention_norm` and `post_ffn_norm`."""
+    layer.__class__ = Gemma3Block
+    layer.feed_forward.__class__ = GeluTanhFeedForward
+    for name in ("post_attention_norm", "post_ffn_norm"):
+        setattr(layer, name, RMSNorm(config.dim, eps=config.norm_eps, add_unit_offset=True))
+
+
+def construct(config: DecoderConfig) -> nn.Module:
+    """ExecuTorch's llama Transformer of a config, with Gemma 3's blocks when config.gemma."""
+    transformer = construct_transformer(model_args(config))
+    if config.gemma:
+        for layer in transformer.layers:
+            gemma3_block(layer, config)
+    return transformer
 
 
 # ---------------------------------------------------------------- two-pass int8 linear
@@ -265,6 +312,8 @@ class WindowedDecoder(nn.Module):
         self.transformer = transformer
 
     def forward(self, embeds: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
+        if self.config.gemma:
+            embeds = embeds * float(self.config.dim) ** 0.5
         return self.transformer(tokens=None, attn_options={"input_pos": input_pos}, h=embeds)
 
     def caches(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -289,11 +338,12 @@ def random_weights(config: DecoderConfig) -> dict[str, torch.Tensor]:
     """Seeded random weights in the llama state-dict naming (norm weights around 1)."""
     gen = torch.Generator().manual_seed(config.seed)
     with torch.device("meta"):  # shapes and names only
-        ref = construct_transformer(model_args(config))
+        ref = construct(config)
     out = {}
+    unit = 0.0 if config.gemma else 1.0  # Gemma's norms scale by (1 + w)
     for name, p in ref.state_dict().items():
         if name.endswith(("norm.weight", "norm_fn.weight")):
-            out[name] = 1.0 + 0.1 * torch.randn(p.shape, generator=gen)
+            out[name] = unit + 0.1 * torch.randn(p.shape, generator=gen)
         elif p.dim() == 2:
             bound = p.shape[1] ** -0.5
             out[name] = (torch.rand(p.shape, generator=gen) * 2 - 1) * bound
@@ -381,9 +431,8 @@ def build_decoder(
     calibration: windows run in order on fresh caches to set the activation qparams (config.q8).
     None -> `calibration_windows(config)`.
     """
-    args = model_args(config)
     torch.manual_seed(config.seed)
-    transformer = construct_transformer(args)
+    transformer = construct(config)
     state = dict(weights) if weights is not None else random_weights(config)
     missing, unexpected = transformer.load_state_dict(state, strict=False)
     missing = [
