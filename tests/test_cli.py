@@ -108,6 +108,20 @@ def test_tolerance_fails_what_it_cannot_vouch_for():
         assert len(problems) == 1 and message in problems[0], (message, problems)
 
 
+def test_argmax_fails_another_greedy_token_within_tolerance():
+    """`run --tolerance T --argmax` also fails a float output whose argmax along its last axis
+    (the greedy token of logits) differs from its reference's, however small its rel-L2."""
+    ref = np.array([[0.0, 1.0, 0.9999], [2.0, 0.0, 0.0]], np.float32)
+    near = ref.copy()
+    near[0, 2] += 2e-4          # row 0's top two swap; rel-L2 about 8e-5
+    assert reference_problems([([near], [ref])], 1e-3) == []
+    problems = reference_problems([([near], [ref])], 1e-3, argmax=True)
+    assert problems == ["call 0 output 0: the argmax of 1 of 2 rows differs from its reference's"]
+    assert reference_problems([([ref + 1e-6], [ref])], 1e-3, argmax=True) == []
+    ids = np.array([[3, 1]], np.int32)     # integer outputs are compared by rel-L2 only
+    assert reference_problems([([ids], [ids])], 0.0, argmax=True) == []
+
+
 def test_run_with_tolerance_exits_1_on_nan_or_a_missing_reference(tmp_path, capsys):
     """On webpte's numpy interpreter: abs of a NaN input against a NaN reference (rel-L2 NaN,
     which `max(0, nan)` once passed), and an npz without references."""

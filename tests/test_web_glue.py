@@ -56,6 +56,35 @@ def test_plan_program_reads_no_constants(path):
         assert out["bytes_read"] < len(data)
 
 
+def test_fingerprint_names_the_program_by_what_the_reader_read():
+    """The page's autotune keys its choice by plan_program's fingerprint: the same for every
+    planner hint, another for another program, and blind to the weight bytes the reader
+    never reads (the choice depends on shapes, not values)."""
+    data = (FIXTURES / "decoder_q8_tiny.pte").read_bytes()
+
+    def answer(b, features=()):
+        return json.loads(plan_program(_source(b, []), "forward", list(features)))
+
+    base = answer(data)
+    assert len(base["fingerprint"]) == 64
+    for hint in (["q8_decode:skinny8"], ["q8_decode:skinny", "q8_f32:off"]):
+        out = answer(data, hint)
+        assert out["fingerprint"] == base["fingerprint"]
+    assert answer((FIXTURES / "decoder_q8_gemma3_tiny.pte").read_bytes())["fingerprint"] \
+        != base["fingerprint"]
+    const = max((b["init"] for b in base["plan"]["buffers"]
+                 if b["init"] and b["init"]["kind"] == "file"), key=lambda i: i["nbytes"])
+    other = bytearray(data)
+    other[const["offset"]] ^= 0xFF     # another weight value: the same program to tune
+    assert answer(bytes(other))["fingerprint"] == base["fingerprint"]
+    # Planning reads nothing more into it: the fingerprint is taken once the reader is done.
+    src = _source(data, [])
+    assert json.loads(plan_program(src))["fingerprint"] == base["fingerprint"]
+    taken = src.fingerprint()
+    src[const["offset"]:const["offset"] + 4]
+    assert src.fingerprint() == taken
+
+
 def test_plan_program_fusion_option():
     """The page picks how much the planner fuses; an unknown name is an InputError."""
     data = (Path(__file__).parent / "fixtures" / "decoder_q8_tiny.pte").read_bytes()

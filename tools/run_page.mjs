@@ -1,6 +1,6 @@
 // Run one program in the page (headless Chromium, WebGPU on SwiftShader) on the calls of an
 // npz and compare with its references: what `webpte run --tolerance` does natively.
-//   node tools/run_page.mjs PROGRAM.pte CALLS.npz [--limits default|JSON] [--tolerance T] [--chunk-bytes N]
+//   node tools/run_page.mjs PROGRAM.pte CALLS.npz [--limits default|JSON] [--tolerance T [--argmax]] [--chunk-bytes N]
 // Prints the load split by stage (fetch, Python boot, plan, upload, pipelines), each call's
 // time and rel-L2 per output, the worker's peak JS heap (with ArrayBuffers) during the load (CDP
 // Runtime.getHeapUsage on the worker target, polled: V8 heap + ArrayBuffer
@@ -20,11 +20,12 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 function options(argv) {
   const [pte, npz, ...rest] = argv;
-  if (!pte || !npz) throw new Error('usage: node tools/run_page.mjs PROGRAM.pte CALLS.npz [--limits default|JSON] [--tolerance T] [--chunk-bytes N]');
+  if (!pte || !npz) throw new Error('usage: node tools/run_page.mjs PROGRAM.pte CALLS.npz [--limits default|JSON] [--tolerance T [--argmax]] [--chunk-bytes N]');
   const opts = { pte: resolve(pte), npz: resolve(npz), limits: null, tolerance: null, chunkBytes: undefined };
   for (let i = 0; i < rest.length; i += 2) {
     if (rest[i] === '--limits') opts.limits = rest[i + 1] === 'default' ? 'default' : JSON.parse(rest[i + 1]);
     else if (rest[i] === '--tolerance') opts.tolerance = Number(rest[i + 1]);
+    else if (rest[i] === '--argmax') { opts.argmax = true; i--; }
     else if (rest[i] === '--chunk-bytes') opts.chunkBytes = Number(rest[i + 1]); // loadProgram's chunkBytes
     else throw new Error(`unknown option ${rest[i]}`);
   }
@@ -52,6 +53,22 @@ function typed(a) {
   const C = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array, float64: Float64Array }[a.dtype];
   const b = Buffer.from(a.bytes);
   return new C(b.buffer, b.byteOffset, b.byteLength / C.BYTES_PER_ELEMENT);
+}
+
+/** Rows (along the last axis of `shape`) whose argmax differs between `got` and `ref`. */
+function argmaxDiffers(got, ref, shape) {
+  const n = shape.at(-1) ?? 1;
+  let differ = 0;
+  for (let row = 0; row + n <= ref.length; row += n) {
+    let a = row;
+    let b = row;
+    for (let i = row + 1; i < row + n; i++) {
+      if (Number(got[i]) > Number(got[a])) a = i;
+      if (Number(ref[i]) > Number(ref[b])) b = i;
+    }
+    if (a !== b) differ++;
+  }
+  return { differ, rows: n ? ref.length / n : 0 };
 }
 
 function relL2(got, ref) {
@@ -119,7 +136,10 @@ async function main() {
         if (want !== got) { failed = true; return `output ${j}: shape ${got}, reference ${want}`; }
         const e = relL2(c.outputs[j].data, typed(ref));
         if (opts.tolerance != null && !(e <= opts.tolerance)) failed = true;
-        return `output ${j}: rel-L2 ${e.toExponential(2)}`;
+        if (ref.dtype !== 'float32' || (ref.shape.at(-1) ?? 0) < 2) return `output ${j}: rel-L2 ${e.toExponential(2)}`;
+        const { differ, rows } = argmaxDiffers(c.outputs[j].data, typed(ref), ref.shape);
+        if (opts.argmax && differ) failed = true;
+        return `output ${j}: rel-L2 ${e.toExponential(2)}, ${differ ? `argmax differs in ${differ} of ${rows} rows` : 'argmax the same'}`;
       });
       console.log(`call ${i}: ${c.ms.toFixed(1)} ms, ${errs.join(', ')}`);
     });

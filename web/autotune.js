@@ -3,14 +3,14 @@
 // each is planned, built and timed here over a few calls after a warm one, in two rounds (the
 // second in reverse order), one executor at a time (each is disposed before the next is
 // made), and the fastest hint is kept in the Cache API (or, where the worker has none, for
-// this worker's life) under the adapter's name and the SHA-256 of the program, method and
-// fusion. Every candidate computes the same int32 accumulators and epilogues, so the choice
+// this worker's life) under the adapter's name, the planner's fingerprint of the program
+// (web_glue.plan_program), method and fusion. Every candidate computes the same int32 accumulators and epilogues, so the choice
 // changes the speed, not the outputs.
 
 import { DTYPE_ARRAYS, numel, parsePlan } from './plan.js';
 import { sha256Hex } from './files.js';
 
-const CACHE = 'webpte-autotune-v1';
+const CACHE = 'webpte-autotune-v2';
 const remembered = new Map();   // key -> entry, where the Cache API is missing
 
 const entryURL = async (key) =>
@@ -58,25 +58,34 @@ async function timeCalls(executor, calls) {
 /**
  * The planner hints ("+"-joined) of the fastest decode variant for this program on this adapter, or null
  * when the program has no few-row int8 linears or is too large to upload once per candidate.
- * @param {{bytes: ArrayBuffer, files?: ArrayBuffer[], method: string, fusion: string, device: string,
+ * Nothing here reads a program file: each candidate's executor streams it again as the load
+ * does (a streamed file is never held whole), and the choice is cached under the planner's
+ * fingerprint of the program (what its reader read: the same for every hint).
+ * @param {{files: (ArrayBuffer | object)[], method: string, fusion: string, device: string,
  *   spec: {hints: string[], families: string[], calls: number, max_bytes: number},
- *   plan: (hint: string) => Promise<object>, build: (parsed: object) => Promise<object>,
- *   emit: (e: object) => void}} args `plan` plans the program with these hints more (the plan
- *   JSON), `build` makes an executor of a parsed plan; `files`: the .pte's bytes then each
- *   external data file's (default: the .pte alone)
+ *   plan: (hint: string) => Promise<{plan: object, fingerprint: string}>,
+ *   build: (parsed: object) => Promise<object>,
+ *   emit: (e: object) => void}} args `plan` plans the program with these hints more, `build`
+ *   makes an executor of a parsed plan; `files`: the .pte then each external data file, in
+ *   memory or streamed (web/sources.js)
  * @returns {Promise<{hint: string, times_ms: Record<string, number>, calls: number,
  *   measured: string, cached: boolean} | null>}
  */
-export async function tuneDecode({ bytes, files = [bytes], method, fusion, device, spec, plan, build, emit }) {
-  const key = `${device}|${await sha256Hex(bytes)}|${method}|${fusion}`;
-  const known = await readEntry(key);
-  if (known && spec.hints.includes(known.hint)) return { ...known, cached: true };
+export async function tuneDecode({ files, method, fusion, device, spec, plan, build, emit }) {
   const parsed = {};
+  let fingerprint = null;
   const planned = async (hint) => {
-    parsed[hint] ??= parsePlan(await plan(hint), { fileSizes: files.map((f) => f.byteLength) });
+    if (!parsed[hint]) {
+      const answer = await plan(hint);
+      fingerprint ??= answer.fingerprint;
+      parsed[hint] = parsePlan(answer.plan, { fileSizes: files.map((f) => f.byteLength ?? f.size) });
+    }
     return parsed[hint];
   };
   const first = await planned(spec.hints[0]);
+  const key = `${device}|${fingerprint}|${method}|${fusion}`;
+  const known = await readEntry(key);
+  if (known && spec.hints.includes(known.hint)) return { ...known, cached: true };
   const tuned = first.kernels.some((k) => spec.families.includes(k.name.replace(/_[^_]*$/, '')));
   const size = first.buffers.reduce((n, b) => n + b.size, 0);
   if (!tuned || size > spec.max_bytes) return null;

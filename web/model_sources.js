@@ -53,8 +53,8 @@ function cacheSink(store, url, size, onRefused) {
 
 /**
  * A streamed file checked against its pinned size and sha256 (`spec`) as its chunks pass;
- * `sink` (a cache entry being written) gets each chunk and is kept only if the file is whole
- * and matches. A mismatch is a HashMismatchError after the last chunk: the executor being
+ * `sink` (a cache entry being written) gets each chunk of the first whole pass and is kept
+ * only if the file is whole and matches. A mismatch is a HashMismatchError after the last chunk: the executor being
  * built from it is then disposed, so the file is never used.
  */
 export class VerifiedFile {
@@ -101,6 +101,7 @@ export class VerifiedFile {
         throw err;
       }
       await sink?.close();
+      this.sink = null; // cached now: a later pass (the autotune's builds, then the load) only reads
       done = true;
     } finally {
       if (!done) await sink?.abort(new Error('the file was not verified'));

@@ -213,13 +213,14 @@ async function autotuned(bytes, method, fusion, emit, caps, data) {
   const { kind, device } = await adapter();
   const spec = callPy(() => glue.autotune_candidates(kind), 'the autotune candidates');
   const answers = new Map();
+  const files = programFiles(bytes, data);
   const tuned = await tuneDecode({
-    bytes, files: programFiles(bytes, data), method, fusion, device, spec, emit,
+    files, method, fusion, device, spec, emit,
     plan: async (hint) => {
       answers.set(hint, await planInPython(bytes, method, fusion, emit, null, hint.split('+'), caps, data));
-      return answers.get(hint).plan;
+      return answers.get(hint);
     },
-    build: async (parsed) => Executor.create(parsed, programFiles(bytes, data), { device: await sharedDevice(parsed.limits, caps) }),
+    build: async (parsed) => Executor.create(parsed, files, { device: await sharedDevice(parsed.limits, caps) }),
   });
   return tuned && { tuned, planned: answers.get(tuned.hint) ?? null };
 }
@@ -229,14 +230,6 @@ const programFiles = (bytes, data) => [bytes, ...data.map((f) => f.bytes)];
 
 /** Whether `x` is a streamed file (web/sources.js), not bytes in memory. */
 const isSource = (x) => typeof x?.chunks === 'function';
-
-/** A streamed file read whole (autotune builds several executors of the same bytes). */
-async function wholeFile(x) {
-  if (!isSource(x)) return x;
-  const out = new Uint8Array(x.size);
-  for await (const { offset, bytes } of x.chunks()) out.set(bytes, offset);
-  return out.buffer;
-}
 
 /**
  * Plan (in Python, unless `plan` is given) and upload one method of a program file.
@@ -257,10 +250,6 @@ async function wholeFile(x) {
  * @returns {Promise<{executor: Executor, positionInput: number[] | null, dynamic: boolean, stats: object}>}
  */
 export async function loadExecutor(bytes, { method = 'forward', plan = null, fusion = 'all', poison = false, inputShapes = null, autotune = false, caps = null, data = [], emit, onBytes }) {
-  if (autotune && inputShapes == null) {
-    bytes = await wholeFile(bytes);
-    data = await Promise.all(data.map(async (f) => ({ ...f, bytes: await wholeFile(f.bytes) })));
-  }
   let planned;
   const { tuned = null, planned: tunedPlan = null } = autotune && inputShapes == null
     ? (await autotuned(bytes, method, fusion, emit, caps, data)) ?? {} : {};

@@ -41,10 +41,21 @@ def _calls_from_npz(path: str) -> list[tuple[list[np.ndarray], list[np.ndarray]]
     return [([data[k] for _, k in ins], [data[k] for _, k in outs])]
 
 
-def reference_problems(ran: list[tuple[list, list]], tolerance: float) -> list[str]:
+def argmax_rows_differing(o: np.ndarray, r: np.ndarray) -> tuple[int, int] | None:
+    """(rows whose argmax along the last axis differs, rows) of a float output against its
+    reference (logits: the greedy token per row), or None for other outputs."""
+    if o.dtype.kind != "f" or o.ndim == 0 or o.shape[-1] < 2 or o.shape != r.shape:
+        return None
+    a, b = o.reshape(-1, o.shape[-1]), np.asarray(r).reshape(-1, o.shape[-1])
+    return int((a.argmax(axis=1) != b.argmax(axis=1)).sum()), a.shape[0]
+
+
+def reference_problems(ran: list[tuple[list, list]], tolerance: float,
+                       argmax: bool = False) -> list[str]:
     """Why the outputs of the calls `ran` ((outputs, references) per call) fail
     `run --tolerance`: no call, an output without a reference or a reference without an
-    output, another shape, a rel-L2 that is NaN or above `tolerance`. Empty: they pass."""
+    output, another shape, a rel-L2 that is NaN or above `tolerance`; with `argmax`, a float
+    output whose argmax along its last axis differs from its reference's. Empty: they pass."""
     from .testing import rel_l2
 
     if not ran:
@@ -73,6 +84,10 @@ def reference_problems(ran: list[tuple[list, list]], tolerance: float) -> list[s
             elif err > tolerance:
                 problems.append(f"{where}: rel-L2 {err:.2e} exceeds --tolerance "
                                 f"{tolerance:.1e}")
+            differ = argmax_rows_differing(o, r) if argmax else None
+            if differ and differ[0]:
+                problems.append(f"{where}: the argmax of {differ[0]} of {differ[1]} rows "
+                                f"differs from its reference's")
     return problems
 
 
@@ -100,6 +115,10 @@ def cmd_run(args) -> int:
                 line += f"  reference shape {list(np.shape(refs[j]))} differs"
             elif j < len(refs):
                 line += f"  rel-L2 vs reference {rel_l2(o, refs[j]):.2e}"
+                differ = argmax_rows_differing(o, refs[j])
+                if differ is not None:
+                    line += (", argmax the same" if not differ[0] else
+                             f", argmax differs in {differ[0]} of {differ[1]} rows")
             print(line)
         ran.append((outs, refs))
         print(f"call {i}: {ms:.1f} ms", file=sys.stderr)
@@ -107,7 +126,7 @@ def cmd_run(args) -> int:
         np.savez(args.output, **result)
         print(f"wrote {args.output}", file=sys.stderr)
     if args.tolerance is not None:
-        problems = reference_problems(ran, args.tolerance)
+        problems = reference_problems(ran, args.tolerance, args.argmax)
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         return 1 if problems else 0
@@ -190,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tolerance", type=float, default=None,
                    help="fail (exit 1) unless every output has a reference in the npz, of its "
                         "shape, with a rel-L2 (not NaN) at most this")
+    r.add_argument("--argmax", action="store_true",
+                   help="with --tolerance: also fail when a float output's argmax along its "
+                        "last axis (logits: the greedy token) differs from its reference's")
     r.set_defaults(func=cmd_run)
     i = sub.add_parser("inspect", help="print a JSON description of a program")
     i.add_argument("program", help="a .pte file (or, with --manifest, a model folder)")

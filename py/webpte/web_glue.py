@@ -10,6 +10,7 @@ worker's (JS); Python gets token ids and, per generated token, the logits of one
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -41,7 +42,8 @@ class RangeSource:
     `read(start, stop)` (in the page: a JS function returning a Uint8Array view).
 
     Counts the distinct bytes it hands out (`bytes_read`: a region read twice counts once),
-    which shows what crossed into Python. `name` (a URL) names it in messages.
+    which shows what crossed into Python. `name` (a URL) names it in messages. Until
+    `fingerprint()` is called, it hashes each range it hands out with its offset.
     """
 
     def __init__(self, size: int, read: Callable[[int, int], object], name: str | None = None):
@@ -49,6 +51,15 @@ class RangeSource:
         self._read = read
         self.name = name if isinstance(name, str) else None
         self._ranges: list[tuple[int, int]] = []
+        self._hash = hashlib.sha256(self.size.to_bytes(8, "little"))
+        self._digest: str | None = None
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the size and the ranges read so far (offsets and bytes, in order); later
+        reads no longer change it."""
+        if self._digest is None:
+            self._digest = self._hash.hexdigest()
+        return self._digest
 
     @property
     def bytes_read(self) -> int:
@@ -72,6 +83,9 @@ class RangeSource:
             raw = self._read(start, stop)
             raw = raw.to_bytes() if hasattr(raw, "to_py") else bytes(raw)  # a JsProxy
             self._ranges.append((start, start + len(raw)))
+            if self._digest is None:
+                self._hash.update(start.to_bytes(8, "little") + len(raw).to_bytes(8, "little"))
+                self._hash.update(raw)
             return raw
         index = range(self.size)[key]
         return self[index:index + 1][0]
@@ -112,13 +126,18 @@ def plan_program(source, method: str = "forward", features=(), fusion: str = "al
     external data files (`RangeSource`s of `.ptd` files) the program keeps constants in.
 
     Returns JSON: `{"plan": Plan, "position_input": [input index, rows] | null,
-    "dynamic": bool (some input takes smaller dims), "bytes_read": int, "plan_ms": float}`,
-    or `{"error": {"name", "message", "ops"}}` for a webpte error (the worker raises it as
-    the JS error class of the same name).
+    "dynamic": bool (some input takes smaller dims), "bytes_read": int, "plan_ms": float,
+    "fingerprint": str}`, or `{"error": {"name", "message", "ops"}}` for a webpte error (the
+    worker raises it as the JS error class of the same name). `fingerprint` names the program
+    and its data files by what the reader read of them (header, flatbuffer, graphs; not the
+    weights it does not read): the same for every planner hint, so the page's autotune keys
+    its choice by it without reading a streamed file whole.
     """
     t0 = time.perf_counter()
     try:
-        prog = read_program(source, _data_files(data))
+        files = _data_files(data)
+        prog = read_program(source, files)
+        fingerprint = _fingerprint([source, *(data if files else [])])
         if method not in prog.methods:
             raise InputError(f"the program has no method {method!r}; it has "
                              f"{sorted(prog.methods)}")
@@ -139,7 +158,18 @@ def plan_program(source, method: str = "forward", features=(), fusion: str = "al
             + f',"position_input":{json.dumps(list(pos) if pos else None)}'
             + f',"dynamic":{json.dumps(dynamic)}'
             + f',"bytes_read":{getattr(source, "bytes_read", len(source))}'
-            + f',"plan_ms":{plan_ms:.3f}}}')
+            + f',"plan_ms":{plan_ms:.3f}'
+            + f',"fingerprint":{json.dumps(fingerprint)}}}')
+
+
+def _fingerprint(sources) -> str:
+    """One SHA-256 over the fingerprints of a program's files (RangeSource.fingerprint; a
+    file given as bytes is hashed whole)."""
+    h = hashlib.sha256()
+    for s in sources:
+        h.update((s.fingerprint() if isinstance(s, RangeSource)
+                  else hashlib.sha256(bytes(s)).hexdigest()).encode())
+    return h.hexdigest()
 
 
 def autotune_candidates(kind: str) -> str:

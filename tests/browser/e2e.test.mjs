@@ -221,7 +221,7 @@ describe('fusion is the planner\'s choice, the outputs are not', () => {
       for (const autotune of [false, true, true]) {
         const stages = new Set();
         const program = await suite.webpte.loadProgram(`/${e.pte}`, {
-          autotune, poison: true, onProgress: (ev) => stages.add(ev.stage),
+          autotune, poison: true, onProgress: (ev) => stages.add(ev.stage), chunkBytes: 16384,
         });
         try {
           const outputs = [];
@@ -230,13 +230,18 @@ describe('fusion is the planner\'s choice, the outputs are not', () => {
             const [logits] = await program.run(inputs.map((t) => t.data));
             outputs.push(Array.from(new Uint32Array(logits.buffer, logits.byteOffset, logits.length)));
           }
-          runs.push({ autotune: program.stats.autotune, stages: [...stages], outputs });
+          const { streamed, largest_held: held, file_bytes: size } = program.stats;
+          runs.push({ autotune: program.stats.autotune, stages: [...stages], outputs, streamed, held, size });
         } finally {
           await program.dispose();
         }
       }
       return runs;
     }, entry);
+    // Tuning streams the file into each candidate as the load does: none holds it whole.
+    for (const run of [plain, first, again]) {
+      assert.ok(run.streamed && run.held < run.size, JSON.stringify({ ...run, outputs: undefined }));
+    }
     assert.equal(plain.autotune, null);
     assert.ok(!plain.stages.includes('autotune'));
     // SwiftShader is a CPU adapter: the candidates are py/webpte/autotune.CANDIDATES["CPU"],
