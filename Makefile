@@ -194,10 +194,20 @@ real-size: $(VENV)/.export-deps
 	    $(if $(REAL_SIZE_LAYERS),--layers $(REAL_SIZE_LAYERS)); \
 	done; done
 	set -e; for f in $(REAL_SIZE_PTES); do \
-	  $(BIN)/webpte run $$f --inputs $${f%.pte}.npz --limits default --tolerance 2e-3; \
+	  $(BIN)/webpte run $$f --inputs $${f%.pte}.npz --limits default --tolerance 2e-3 --argmax; \
 	done
 REAL_SIZE_PTES = $(foreach s,$(REAL_SIZE),$(foreach q,$(REAL_SIZE_QUANT),\
   build/real_size/$(s)_$(or $(REAL_SIZE_LAYERS),*)l_$(q).pte))
+
+# The programs `make real-size` built, in headless Chromium within the default limits: load
+# stages, per-call times, rel-L2 and greedy token against eager, the worker's JS and wasm heaps
+# and Chromium's memory (tools/run_page.mjs).
+.PHONY: real-size-web
+real-size-web: web
+	@mkdir -p $(XDG_RUNTIME_DIR)
+	set -e; for f in $(REAL_SIZE_PTES); do \
+	  node tools/run_page.mjs $$f $${f%.pte}.npz --limits default --tolerance 2e-3 --argmax; \
+	done
 
 # A Real-ESRGAN x4v3-shaped super-resolution net (SRVGGNetCompact: 32 body convs + PReLU,
 # pixel_shuffle, nearest-upsampled input added; random weights) on a 256x256 image, exported
