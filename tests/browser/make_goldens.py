@@ -4,9 +4,9 @@ For every `tests/fixtures/*.pte`, `tests/fixtures/gemma4/*.pte` and
 `tests/fixtures/gemma4_vision/*.pte` with its `.npz`: the calls
 (inputs and eager reference outputs) as raw little-endian tensors, and whether the program
 plans natively (and if not, which ops are missing). For a few synthetic graphs
-(GraphBuilder) that plan with the kernels that exist today: the Plan JSON, the constant blob,
-seeded inputs and the numpy reference outputs; the page loads those through
-`loadProgram(blob, {plan})`.
+(GraphBuilder; SYNTHETIC here and the GOLDENS of tests/browser/goldens_*.py) that plan with the
+kernels that exist today: the Plan JSON, the constant blob, seeded inputs and the numpy
+reference outputs; the page loads those through `loadProgram(blob, {plan})`.
 
 Usage: python tests/browser/make_goldens.py OUT_DIR
 """
@@ -133,6 +133,23 @@ SYNTHETIC_VARIANTS = {
         _dual_linear_q8, ["q8_decode:splitk", "subgroups", "packed_4x8_integer_dot_product"]),
     "dual_linear_q8_interleaved": (_dual_linear_q8, ["q8_decode:skinny", "q8_w:interleaved"]),
 }
+
+
+def more_synthetic() -> dict:
+    """The `GOLDENS` of every tests/browser/goldens_*.py: more graphs like SYNTHETIC's
+    (name -> make(rng) -> ((graph, blob), inputs)), one module per op family."""
+    import importlib.util
+
+    found: dict = {}
+    for path in sorted(Path(__file__).parent.glob("goldens_*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        clash = set(found) & set(module.GOLDENS) | set(SYNTHETIC) & set(module.GOLDENS)
+        if clash:
+            raise ValueError(f"{path.name} names goldens that exist already: {sorted(clash)}")
+        found.update(module.GOLDENS)
+    return found
 
 
 def synthetic_entry(out: Path, name: str, make, features=(), exact: bool = False) -> dict:
@@ -277,7 +294,7 @@ def main(out_dir: str) -> None:
     programs += sorted(FIXTURES.glob("gemma4_vision/*.pte"))
     programs += sorted(FIXTURES.glob("semantics/*.pte"))   # ExecuTorch's memory model
     fixtures = [fixture_entry(out, p) for p in programs if p.with_suffix(".npz").exists()]
-    synthetic = [synthetic_entry(out, n, m) for n, m in SYNTHETIC.items()]
+    synthetic = [synthetic_entry(out, n, m) for n, m in {**SYNTHETIC, **more_synthetic()}.items()]
     synthetic += [synthetic_entry(out, n, m, f, exact=True)
                   for n, (m, f) in SYNTHETIC_VARIANTS.items()]
     synthetic += handmade_entries(out) + readout_entries(out)
