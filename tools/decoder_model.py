@@ -26,6 +26,7 @@ from executorch.examples.models.llama.llama_transformer import (
 )
 from executorch.examples.models.llama.model_args import ModelArgs
 from executorch.examples.models.llama.norm import RMSNorm
+from executorch.examples.models.llama.rope import Rope
 from executorch.examples.models.llama.source_transformation.custom_kv_cache import (
     CustomKVCache,
 )
@@ -100,9 +101,9 @@ SMOLLM2_135M = DecoderConfig(
 # Real-size shapes of the published WebGPU LLM programs (random weights, this recipe: int8
 # two-pass linears or 4-bit, windowed, sink row), cut to `layers` by `real_size(name, layers)`.
 # Embeddings (and so a tied head's sharing) are the host's. gemma3_1b has Gemma 3's layer
-# (`gemma3_block`; its sqrt(dim) embedding scale is the program's first op). The context of 512
-# is Gemma 3's sliding window, so its local layers attend as the global ones; their rope base
-# (10,000 against 1,000,000) is not reproduced: ExecuTorch's llama Transformer has one rope.
+# (`gemma3_block`; its sqrt(dim) embedding scale is the program's first op) and its local
+# layers' rope. The context of 512 is Gemma 3's sliding window, so a local layer's window
+# holds the whole cache, as a global layer's does.
 REAL_SIZE = {
     # Llama-3.2-1B: width 2048, 32/8 heads, hidden 8192, vocab 128,256 (int8 head 262.7 MB)
     "llama1b": DecoderConfig(dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, head_dim=64,
@@ -171,32 +172,48 @@ class GeluTanhFeedForward(FeedForward):
         return self.w2(F.gelu(self.w1(x), approximate="tanh") * self.w3(x))
 
 
+# Gemma 3 1B: every 6th layer (5, 11, 17, 23) attends globally with rope base 1,000,000; the
+# others slide over the last 512 rows with rope base 10,000.
+GEMMA3_GLOBAL_EVERY = 6
+GEMMA3_LOCAL_ROPE_THETA = 10000.0
+
+
 class Gemma3Block(TransformerBlock):
     """Gemma 3's block on the llama one: h = x + post_attention_norm(attention(norm(x))),
-    out = h + post_ffn_norm(feed_forward(ffn_norm(h))); all norms (1 + w) RMSNorms."""
+    out = h + post_ffn_norm(feed_forward(ffn_norm(h))); all norms (1 + w) RMSNorms. A local
+    layer rotates q and k with its own rope (`local_rope`, set by gemma3_block)."""
 
     def forward(self, x, freqs_cos, freqs_sin, attn_options):
+        local = self.__dict__.get("local_rope")
+        if local is not None:
+            freqs_cos, freqs_sin = local.get_freqs(attn_options.get("input_pos"), x.shape[1])
         attention, update = self.attention(
             self.attention_norm(x), freqs_cos, freqs_sin, **attn_options)
         h = x + self.post_attention_norm(attention)
         return h + self.post_ffn_norm(self.feed_forward(self.ffn_norm(h))), update
 
 
-def gemma3_block(layer: TransformerBlock, config: DecoderConfig) -> None:
+def gemma3_block(layer: TransformerBlock, config: DecoderConfig, local_rope=None) -> None:
     """Turn one of ExecuTorch's llama blocks (made with rms_norm_add_unit_offset) into Gemma 3's
-    in place: its names stay the llama ones, plus `post_attention_norm` and `post_ffn_norm`."""
+    in place: its names stay the llama ones, plus `post_attention_norm` and `post_ffn_norm`.
+    `local_rope` (a Rope registered elsewhere, shared by the local layers) makes it local."""
     layer.__class__ = Gemma3Block
     layer.feed_forward.__class__ = GeluTanhFeedForward
     for name in ("post_attention_norm", "post_ffn_norm"):
         setattr(layer, name, RMSNorm(config.dim, eps=config.norm_eps, add_unit_offset=True))
+    layer.__dict__["local_rope"] = local_rope   # a reference, not a second registration
 
 
 def construct(config: DecoderConfig) -> nn.Module:
-    """ExecuTorch's llama Transformer of a config, with Gemma 3's blocks when config.gemma."""
+    """ExecuTorch's llama Transformer of a config, with Gemma 3's blocks when config.gemma
+    (the local layers' rope registered once, as `local_rope`)."""
     transformer = construct_transformer(model_args(config))
     if config.gemma:
-        for layer in transformer.layers:
-            gemma3_block(layer, config)
+        local = Rope(replace(model_args(config), rope_theta=GEMMA3_LOCAL_ROPE_THETA))
+        transformer.local_rope = local
+        for i, layer in enumerate(transformer.layers):
+            glob = (i + 1) % GEMMA3_GLOBAL_EVERY == 0
+            gemma3_block(layer, config, None if glob else local)
     return transformer
 
 

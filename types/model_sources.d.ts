@@ -50,8 +50,8 @@ export const STREAMED_ROLES: readonly string[];
 export const BLOB_ROLES: readonly string[];
 /**
  * A streamed file checked against its pinned size and sha256 (`spec`) as its chunks pass;
- * `sink` (a cache entry being written) gets each chunk and is kept only if the file is whole
- * and matches. A mismatch is a HashMismatchError after the last chunk: the executor being
+ * `sink` (a cache entry being written) gets each chunk of the first whole pass and is kept
+ * only if the file is whole and matches. A mismatch is a HashMismatchError after the last chunk: the executor being
  * built from it is then disposed, so the file is never used.
  */
 export class VerifiedFile {
