@@ -1,0 +1,1 @@
+"""Training kernel units: ExecuTorch main's WebGPU training ops."""
