@@ -160,6 +160,17 @@ def lower_dq8ca(L, call) -> None:
     L.dispatch(kern, [xq] + [L.buf(v) for v in vids] + [L.buf(p["out"])], groups)
 
 
+def group_scales(A, call, scales, k: int, gs: int, n: int, what: str = "weight scales") -> int:
+    """The group count of K = `k` in groups of `gs` along it, once `scales` (the transposed
+    [groups, >= N] f32 layout of the 4-bit group-wise ops) holds one per group and column."""
+    groups = -(-k // gs)
+    dims = A.tensor(scales).dims
+    if len(dims) != 2 or dims[0] < groups or dims[1] < n:
+        raise A.unsupported(call, f"{what} {list(dims)} should be [>= {groups}, >= {n}] for "
+                                  f"K = {k}, group size {gs}, N = {n}")
+    return groups
+
+
 def unpack_q4gsw(packed: np.ndarray, k: int) -> np.ndarray:
     """W (N, K) int8 in [-8, 7] from its packed bytes (N, >= K/2): even k in the low nibble."""
     b = packed.astype(np.int32)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from ...errors import PlanError
 from .._np import np
 from ..registry import OpUnit
-from .linear_q4 import unpack_q4gsw
+from .linear_q4 import group_scales, unpack_q4gsw
 
 __all__ = ["UNITS", "q4gsw_linear_reference"]
 
@@ -46,10 +46,7 @@ def _parse(A, call) -> dict:
         raise A.unsupported(call, f"M = {m}, N = {n}, K = {k}, group size {gs}")
     if 2 * kb < k:
         raise A.unsupported(call, f"W rows of {kb} bytes hold fewer than K = {k} weights")
-    groups = -(-k // gs)
-    if len(ts.dims) != 2 or ts.dims[0] < groups or ts.dims[1] < n:
-        raise A.unsupported(call, f"weight scales {list(ts.dims)} should be [>= {groups}, "
-                                  f">= {n}] for K = {k}, group size {gs}, N = {n}")
+    groups = group_scales(A, call, scales, k, gs, n)
     has_bias = not A.is_null(bias)
     if has_bias and A.tensor(bias).numel < n:
         raise A.unsupported(call, f"bias {list(A.tensor(bias).dims)} has fewer than {n} "

@@ -25,7 +25,7 @@ from __future__ import annotations
 from ...errors import PlanError
 from .._np import np
 from ..registry import OpUnit
-from .linear_q4 import unpack_q4gsw
+from .linear_q4 import group_scales, unpack_q4gsw
 
 __all__ = ["UNITS", "q4gsw_backward_reference"]
 
@@ -52,10 +52,7 @@ def _parse(A, call) -> dict:
     if kb != -(-k // 2):
         raise A.unsupported(call, f"W rows of {kb} bytes for K = {k}: only rows of "
                                   f"ceil(K / 2) = {-(-k // 2)} bytes (no padding past K)")
-    groups = -(-k // gs)
-    if len(ts.dims) != 2 or ts.dims[0] < groups or ts.dims[1] < n:
-        raise A.unsupported(call, f"weight scales {list(ts.dims)} should be [>= {groups}, "
-                                  f">= {n}] for K = {k}, group size {gs}, N = {n}")
+    groups = group_scales(A, call, scales, k, gs, n)
     return {"dout": dout, "w": w, "scales": scales, "dx": dx, "M": m, "N": n, "K": k,
             "KB": kb, "GS": gs, "G": groups, "SROW": ts.dims[1]}
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from .._np import np
 from ..registry import OpUnit
 from ..storage import storage_of
+from .linear_q4 import group_scales
 
 __all__ = ["UNITS", "q4gsw_requant_reference"]
 
@@ -44,10 +45,7 @@ def _parse(A, call) -> dict:
     if storage_of(to) != "u8" or tuple(to.dims) != (n, kb):
         raise A.unsupported(call, f"output {to.dtype.name} {list(to.dims)}: only uint8 "
                                   f"[{n}, {kb}] (two codes a byte) for latent [{n}, {k}]")
-    groups = -(-k // gs)
-    if len(ts.dims) != 2 or ts.dims[0] < groups or ts.dims[1] < n:
-        raise A.unsupported(call, f"scales {list(ts.dims)} should be [>= {groups}, >= {n}] "
-                                  f"for K = {k}, group size {gs}, N = {n}")
+    group_scales(A, call, scales, k, gs, n, "scales")
     return {"latent": latent, "scales": scales, "out": out, "N": n, "K": k, "KB": kb,
             "GS": gs, "SROW": ts.dims[1]}
 
