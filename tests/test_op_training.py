@@ -157,3 +157,146 @@ def test_fused_ce_refused(dims, n_valid, labels, loss_dims, why):
     graph, _ = b.build([x, y], [loss, grad])
     with pytest.raises(UnsupportedOpError, match=why):
         lower(graph)
+
+
+# -- adamw_step ----------------------------------------------------------------------------
+
+LR, BETA1, BETA2, EPS = 1e-3, 0.9, 0.999, 1e-8
+
+
+def adamw_float64(param, m, v, grad, wd, step):
+    """ExecuTorch's definition in float64 (bias corrections 1 - beta^step)."""
+    p, m, v, g = (a.astype(np.float64) for a in (param, m, v, grad))
+    p = p * (1 - LR * wd)
+    m = m * BETA1 + (1 - BETA1) * g
+    v = v * BETA2 + (1 - BETA2) * g * g
+    p = p - LR * (m / (1 - BETA1 ** step)) / (np.sqrt(v / (1 - BETA2 ** step)) + EPS)
+    return p, m, v
+
+
+def adamw_call(b, param, m, v, grad, wd, step, dims):
+    outs = [b.tensor(np.float32, dims) for _ in range(3)]
+    b.op(ADAMW, param, m, v, grad, *(b.scalar(float(s)) for s in (
+        LR, BETA1, BETA2, EPS, wd, 1 - BETA1 ** step, 1 - BETA2 ** step)), b.value_list(outs))
+    return outs
+
+
+def adamw_state(rng, dims):
+    return (rng.standard_normal(dims).astype(np.float32),
+            (rng.standard_normal(dims) * 0.1).astype(np.float32),
+            (rng.random(dims) * 0.01).astype(np.float32))
+
+
+@pytest.mark.parametrize("dims,wd,step", [((7,), 0.01, 1), ((3, 5), 0.0, 10), ((1,), 0.1, 3),
+                                          ((997,), 0.01, 2), ((2, 1, 13), 0.05, 1)])
+def test_adamw_step(gpu, rng, dims, wd, step):
+    b = GraphBuilder()
+    param, m, v, grad = (b.tensor(np.float32, dims) for _ in range(4))
+    outs = adamw_call(b, param, m, v, grad, wd, step, dims)
+    graph, blob = b.build([param, m, v, grad], outs)
+    state = adamw_state(rng, dims)
+    g = rng.standard_normal(dims).astype(np.float32)
+    out, ref = run_graph_both(graph, blob, [*state, g])
+    for name, o, r, e in zip("pmv", out, ref, adamw_float64(*state, g, wd, step), strict=True):
+        assert_close(r, e.astype(np.float32), rel=1e-6, atol=1e-7, rtol=1e-5,
+                     what=f"reference {name} vs float64")
+        assert_close(o, r, rel=1e-6, atol=1e-7, rtol=1e-5, what=f"adamw_step {name}")
+
+
+def test_adamw_two_steps_in_place(gpu, rng):
+    """Two steps on the same param, m, v in one graph: each reads what the one before wrote;
+    ops that read param before and after a step (the same op twice) see the old and the new
+    values; calls are independent (inputs are not changed by a run)."""
+    dims = (5, 7)
+    b = GraphBuilder()
+    param, m, v, g1, g2 = (b.tensor(np.float32, dims) for _ in range(5))
+    two = b.tensor(np.float32, (1,))
+    before, after = b.tensor(np.float32, dims), b.tensor(np.float32, dims)
+    b.op("aten.mul.Tensor", param, two, before)
+    adamw_call(b, param, m, v, g1, 0.01, 1, dims)
+    b.op("aten.mul.Tensor", param, two, after)
+    outs = adamw_call(b, param, m, v, g2, 0.01, 2, dims)
+    graph, blob = b.build([param, m, v, g1, g2, two], [before, after, *outs])
+    state = adamw_state(rng, dims)
+    grads = [rng.standard_normal(dims).astype(np.float32) for _ in range(2)]
+    inputs = [*state, *grads, np.array([2], np.float32)]
+    out, ref = run_graph_both(graph, blob, inputs)
+    s1 = adamw_float64(*state, grads[0], 0.01, 1)
+    s2 = adamw_float64(*s1, grads[1], 0.01, 2)
+    expect = [2 * state[0], 2 * s1[0], *s2]
+    for name, o, r, e in zip(["before", "after", "p", "m", "v"], out, ref, expect, strict=True):
+        assert_close(r, e.astype(np.float32), rel=1e-6, atol=1e-7, rtol=1e-5,
+                     what=f"reference {name} vs float64")
+        assert_close(o, r, rel=1e-6, atol=1e-7, rtol=1e-5, what=f"two steps: {name}")
+    ex = Executor(lower(graph), blob)
+    first, again = ex.run(inputs), ex.run(inputs)
+    for a, c in zip(first, again, strict=True):
+        np.testing.assert_array_equal(a, c)
+
+
+def test_adamw_prepacked_state(gpu, rng):
+    """m and v prepacked from zero constants (an exported optimizer's moments): state of
+    their own, zero at load, carried from one call to the next."""
+    dims = (9,)
+    b = GraphBuilder()
+    param, grad = b.tensor(np.float32, dims), b.tensor(np.float32, dims)
+    m, v = b.tensor(np.float32, dims), b.tensor(np.float32, dims)
+    for vid in (m, v):
+        b.op("et_vk.prepack.default", b.constant(np.zeros(dims, np.float32)), vid)
+    outs = adamw_call(b, param, m, v, grad, 0.0, 1, dims)
+    graph, blob = b.build([param, grad], outs)
+    p0 = rng.standard_normal(dims).astype(np.float32)
+    grads = [rng.standard_normal(dims).astype(np.float32) for _ in range(2)]
+    ex, state = Executor(lower(graph), blob), {}
+    z = np.zeros(dims, np.float32)
+    expect = (p0, z, z)
+    for g in grads:
+        out = ex.run([p0, g])
+        env = run_reference(graph, dict(zip(graph.input_ids, [p0, g], strict=True)), blob,
+                            state)
+        ref = [env.get(o) for o in outs]
+        expect = adamw_float64(p0, expect[1], expect[2], g, 0.0, 1)
+        for name, o, r, e in zip("pmv", out, ref, expect, strict=True):
+            assert_close(r, e.astype(np.float32), rel=1e-6, atol=1e-7, rtol=1e-5,
+                         what=f"reference {name}")
+            assert_close(o, r, rel=1e-6, atol=1e-7, rtol=1e-5, what=f"state {name}")
+
+
+@pytest.mark.parametrize("case,why", [
+    ("numel", "same non-zero element count"),
+    ("constant", "param is a constant"),
+    ("same", "four distinct values"),
+    ("bc", "bias correction of 0"),
+])
+def test_adamw_refused(case, why):
+    b = GraphBuilder()
+    dims = (4,)
+    param, m, v = (b.tensor(np.float32, dims) for _ in range(3))
+    grad = b.tensor(np.float32, (5,) if case == "numel" else dims)
+    if case == "constant":
+        param = b.constant(np.ones(dims, np.float32))
+    if case == "same":
+        v = m
+    outs = [b.tensor(np.float32, dims) for _ in range(3)]
+    b.op(ADAMW, param, m, v, grad, *(b.scalar(s) for s in (
+        LR, BETA1, BETA2, EPS, 0.01, 0.1, 0.0 if case == "bc" else 0.001)), b.value_list(outs))
+    inputs = [m, grad] + ([] if case == "same" else [v]) + ([] if case == "constant" else [param])
+    graph, _ = b.build(inputs, outs)
+    with pytest.raises(UnsupportedOpError, match=why):
+        lower(graph)
+
+
+def test_adamw_graph_outputs_are_the_written_inputs(gpu, rng):
+    """A graph returning param, m and v themselves (the form export leaves once the op is
+    no longer functionalized) returns the values the step wrote."""
+    dims = (6, 5)
+    b = GraphBuilder()
+    param, m, v, grad = (b.tensor(np.float32, dims) for _ in range(4))
+    adamw_call(b, param, m, v, grad, 0.02, 4, dims)
+    graph, blob = b.build([param, m, v, grad], [param, m, v])
+    state, g = adamw_state(rng, dims), rng.standard_normal(dims).astype(np.float32)
+    out, ref = run_graph_both(graph, blob, [*state, g])
+    for name, o, r, e in zip("pmv", out, ref, adamw_float64(*state, g, 0.02, 4), strict=True):
+        assert_close(r, e.astype(np.float32), rel=1e-6, atol=1e-7, rtol=1e-5,
+                     what=f"reference {name}")
+        assert_close(o, r, rel=1e-6, atol=1e-7, rtol=1e-5, what=f"written input {name}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..errors import PlanError, UnsupportedOpError
 from ..kernels.common import Args, grid_1d
-from ..kernels.registry import check_graph_args, missing_ops, registry
+from ..kernels.registry import check_graph_args, missing_ops, registry, written_in_place
 from ..kernels.render import render
 from ..kernels.storage import WGSL_TYPE, constant_key, file_convert, storage_bytes, storage_of
 from ..plan.interleave import check as interleave_check
@@ -254,7 +254,11 @@ def fused_graph(graph: Graph, input_ids, output_ids, state_ids=(), *,
     if fuse is None:
         fuse = os.environ.get("WEBPTE_FUSE", "1")
         fuse = fuse if fuse == "elementwise" else fuse != "0"
-    ctx = PassContext(tuple(input_ids), tuple(output_ids), tuple(state_ids),
+    # Values some op writes in place (OpUnit.mutates) are, to the passes, state: an op that
+    # reads one before the write is neither shared with one that reads it after nor moved.
+    state_ids = tuple(state_ids)
+    state_ids += tuple(sorted(written_in_place(graph) - set(state_ids)))
+    ctx = PassContext(tuple(input_ids), tuple(output_ids), state_ids,
                       frozenset(features),
                       (limits or {}).get("max_storage_buffer_binding_size", DEFAULT_BINDING))
     return run_passes(graph, ctx, passes_for(fuse) if passes is None else passes)
