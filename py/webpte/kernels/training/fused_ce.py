@@ -35,6 +35,7 @@ _NAME = "et_vk.fused_ce.default"
 MAX_WORKGROUP = 256
 ELEMENTS_PER_INVOCATION = 32
 F32_MAX = 3.4028234663852886e38  # the row max starts at the lowest finite f32
+_QUIET_NAN = 0x7FC00000  # f32 bits, a params word: WGSL has no NaN constant
 
 
 def _parse(A, call) -> dict:
@@ -81,7 +82,7 @@ def lower(L, call) -> None:
         raise L.unsupported(f"fused_ce takes int32 labels, not "
                             f"{L.tensor(p['labels']).dtype.name}")
     n, v = p["N"], p["V"]
-    nv = L.params(f32(p["n_valid"]))
+    nv = L.params(f32(p["n_valid"]), _QUIET_NAN)
     terms = L.scratch(4 * n, "fused_ce_terms")
     wg = row_workgroup(v, ELEMENTS_PER_INVOCATION, MAX_WORKGROUP)
     groups, grid_row = L.grid(n, workgroup=1)
