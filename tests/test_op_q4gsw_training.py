@@ -88,7 +88,7 @@ def test_linear_q4gsw_backward(gpu, rng, lead, n, k, gs):
 
 def test_linear_q4gsw_backward_exact_case(gpu):
     # small integers and power-of-two scales: every product and partial sum is exact
-    n, k, gs = 3, 5, 2
+    k, gs = 5, 2
     w = np.array([[1, -2, 3, -8, 7], [0, 1, 1, 1, 1], [-1, -1, 2, 2, 5]], np.int8)
     scales = np.array([[0.5, 2.0, 0.0, 9], [0.25, 1.0, 4.0, 9], [8.0, 0.5, 1.0, 9]],
                       np.float32)

@@ -300,3 +300,39 @@ def test_adamw_graph_outputs_are_the_written_inputs(gpu, rng):
         assert_close(r, e.astype(np.float32), rel=1e-6, atol=1e-7, rtol=1e-5,
                      what=f"reference {name}")
         assert_close(o, r, rel=1e-6, atol=1e-7, rtol=1e-5, what=f"written input {name}")
+
+
+@pytest.mark.parametrize("form", ["read", "output"])
+def test_adamw_refuses_reading_a_returned_tensor_after_a_later_step(rng, form):
+    """In ExecuTorch a step's returned tensors are its written ones (`Tensor(a!)`), so after a
+    later step on the same param they hold the later values; webpte cannot promise that (a
+    prepacked param's returned tensor is a copy), so a graph that reads one then, or returns
+    it, is refused by both the planner and the interpreter. Chaining steps through the returned
+    tensors is fine."""
+    dims = (4, 3)
+    b = GraphBuilder()
+    param, m, v, g1, g2 = (b.tensor(np.float32, dims) for _ in range(5))
+    two = b.tensor(np.float32, (1,))
+    first = adamw_call(b, param, m, v, g1, 0.01, 1, dims)
+    second = adamw_call(b, *first, g2, 0.01, 2, dims)
+    ok, ok_blob = b.build([param, m, v, g1, g2], second)
+    state = adamw_state(rng, dims)
+    grads = [rng.standard_normal(dims).astype(np.float32) for _ in range(2)]
+    out, ref = run_graph_both(ok, ok_blob, [*state, *grads])
+    s2 = adamw_float64(*adamw_float64(*state, grads[0], 0.01, 1), grads[1], 0.01, 2)
+    for name, o, r, e in zip("pmv", out, ref, s2, strict=True):
+        assert_close(r, e.astype(np.float32), rel=1e-6, atol=1e-7, rtol=1e-5, what=name)
+        assert_close(o, r, rel=1e-6, atol=1e-7, rtol=1e-5, what=f"chained {name}")
+    outputs = list(second)
+    if form == "read":
+        late = b.tensor(np.float32, dims)
+        b.op("aten.mul.Tensor", first[0], two, late)
+        outputs.append(late)
+    else:
+        outputs.append(first[1])
+    graph, blob = b.build([param, m, v, g1, g2, two], outputs)
+    inputs = dict(zip(graph.input_ids, [*state, *grads, np.ones(1, np.float32)], strict=True))
+    with pytest.raises(UnsupportedOpError, match="after a later step|written in place again"):
+        lower(graph)
+    with pytest.raises(UnsupportedOpError, match="after a later step|written in place again"):
+        run_reference(graph, inputs, blob)

@@ -14,14 +14,15 @@ param, m and v are written in place (OpUnit.mutates): a later op that reads them
 new values (the planner's passes treat them as state: no op reading one is shared or moved
 across the write). The returned tensors alias them as in ExecuTorch (they share their
 buffers; where a buffer cannot be shared, the kernel writes the new values to the returned
-tensor as well); the reference gives each the values of its own step, so a graph should not
-read a step's returned tensor after a later step writes the same buffer. Like
+tensor as well). A graph that reads a step's returned tensor after a later step wrote the
+same tensor, or returns it, is refused: ExecuTorch would show the later values there, which
+a copied returned tensor and the reference (each step's own values) do not. Like
 update_cache's cache, a param, m or v that is the prepack of a constant is state of its
 own, zero at load, kept across calls (the reference refuses non-zero data in it, so a
-param exported with its values is not taken this way); a bare constant is refused (the planner shares
-constant buffers), as are a zero bias correction (ExecuTorch refuses it), param, m, v and
-grad that are not four distinct values, element counts that differ, and dtypes other
-than f32.
+param exported with its values is not taken this way); a bare constant is refused (the
+planner shares constant buffers), as are a zero bias correction (ExecuTorch refuses it),
+param, m, v and grad that are not four distinct values, element counts that differ, and
+dtypes other than f32.
 
 The host folds the scalars to f32 (1 - lr * weight_decay, 1 - beta1, 1 - beta2 in double
 first); the kernel and the numpy reference do each step above in f32.
@@ -29,6 +30,7 @@ first); the kernel and the numpy reference do each step above in f32.
 
 from __future__ import annotations
 
+from ...pte.graph import ValueList
 from .._np import np
 from ..quantized.quantize import f32
 from ..registry import OpUnit
@@ -70,8 +72,46 @@ def _parse(A, call) -> dict:
              f32(s["bias_correction1"]), f32(s["bias_correction2"]))
     if 0 in words[7:]:
         raise A.unsupported(call, "a bias correction that is 0 in float32")
+    _refuse_stale_returns(A, call, tensors[:3], outs)
     return {"param": tensors[0], "m": tensors[1], "v": tensors[2], "grad": tensors[3],
             "outs": outs, "numel": numel, "words": words}
+
+
+def _reads(graph, op) -> set[int]:
+    """Value ids an op takes (a ValueList's members too), its outputs included."""
+    ids = set(op.args)
+    for a in op.args:
+        if isinstance(graph.values[a], ValueList):
+            ids.update(graph.values[a].ids)
+    return ids
+
+
+def _refuse_stale_returns(A, call, written, outs) -> None:
+    """Refuse a graph that reads a tensor this step returned after a later step wrote the same
+    tensor in place. In ExecuTorch the returned tensor is the written one (`Tensor(a!)`), so it
+    would hold the later step's values; webpte shares the buffer only where it can (not with
+    prepacked state) and its interpreter keeps each step's values: such a read is refused, not
+    answered two ways."""
+    graph = A.graph
+    nodes = graph.nodes
+    start = next((i for i, op in enumerate(nodes) if op is call), None)
+    if start is None:
+        return
+    aliases = [{w, o} for w, o in zip(written, outs, strict=True)]
+    later_write = [False] * 3
+    for op in nodes[start + 1:]:
+        ids = _reads(graph, op)
+        for k, group in enumerate(aliases):
+            if later_write[k] and outs[k] in ids:
+                raise A.unsupported(call, f"tensor {outs[k]} it returned is read by "
+                                          f"{op.name} after a later step wrote it in place")
+            if op.name == _NAME and op.args[k] in group:
+                later_write[k] = True
+                group.add(A.value_list(op.args[-1])[k])
+    for k, out in enumerate(outs):
+        if later_write[k] and out in graph.output_ids:
+            raise A.unsupported(call, f"tensor {out} it returned is an output of the method, "
+                                      f"written in place again by a later step")
 
 
 def lower(L, call) -> None:
