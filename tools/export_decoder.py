@@ -8,7 +8,8 @@ the eager module with its KV cache carried across calls (`call{i}_input_0` embed
 caches after the last call (`final_k_cache_{layer}`, `final_v_cache_{layer}`, (1, ctx, Hkv, D)).
 
 Committed: decoder_q8_tiny (two-pass int8 linears) and decoder_f32_tiny (same weights and sink,
-f32 linears); decoder_{q8,f32}_gemma3_tiny, the same with Gemma 3's layer. `--full DIR` writes decoder_q8_smolvlm_random (367 MB, ~25 min on 2 busy cores).
+f32 linears); decoder_{q8,f32}_gemma3_tiny, the same with Gemma 3's layer. `--full DIR` writes
+decoder_q8_smolvlm_random (367 MB, ~25 min on 2 busy cores).
 Exports are byte-reproducible. Each export prints the delegate op histogram next to the
 published smolvlm_decoder_q8.pte's, scaled to the layer count.
 """
