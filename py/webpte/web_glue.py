@@ -91,13 +91,16 @@ class RangeSource:
         return self[index:index + 1][0]
 
 
+def _listed(data) -> list:
+    """The data files given (in the page a JS array; JS null arrives as a JsNull) as a list."""
+    return [] if data is None or not hasattr(data, "__iter__") else list(data)
+
+
 def _data_files(data) -> list:
     """The external data files (`.ptd`) given as a list of `RangeSource`s (in the page a JS
     array; JS null arrives as a JsNull)."""
-    if data is None or not hasattr(data, "__iter__"):
-        return []
     return [read_data_file(s, getattr(s, "name", None) or f"data file {k}")
-            for k, s in enumerate(data, 1)]
+            for k, s in enumerate(_listed(data), 1)]
 
 
 def _error(e: WebpteError) -> str:
@@ -135,9 +138,9 @@ def plan_program(source, method: str = "forward", features=(), fusion: str = "al
     """
     t0 = time.perf_counter()
     try:
-        files = _data_files(data)
-        prog = read_program(source, files)
-        fingerprint = _fingerprint([source, *(data if files else [])])
+        sources = _listed(data)    # a JS array is walked once, here
+        prog = read_program(source, _data_files(sources))
+        fingerprint = _fingerprint([source, *sources])
         if method not in prog.methods:
             raise InputError(f"the program has no method {method!r}; it has "
                              f"{sorted(prog.methods)}")
