@@ -227,6 +227,13 @@ class Lowering:
     def unsupported(self, why: str) -> UnsupportedOpError:
         return UnsupportedOpError(f"{self._where()}: {why}", [self.op.name] if self.op else [])
 
+    def require_f32(self, what: str, vids) -> None:
+        """UnsupportedOpError unless each value of `vids` is stored as float32."""
+        for vid in vids:
+            if self.storage(vid) != "f32":
+                raise self.unsupported(f"{what} runs on float32 only, value {vid} is "
+                                       f"{self.tensor(vid).dtype.name}")
+
     def _where(self) -> str:
         return f"{self.op.name} (node {self.node})" if self.op else "graph"
 

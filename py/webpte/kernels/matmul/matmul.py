@@ -75,10 +75,7 @@ def emit_matmul(L, what: str, a: int, b: int, out: int, *, batch: int, M: int, N
     [batch, M, N]. b_layout "patch" gathers B from an NCHW image (see conv.py); its
     geometry comes in `layout` and its fill mode in `b_fill`.
     """
-    for vid in (a, b, out) + (() if bias is None else (bias,)):
-        if L.storage(vid) != "f32":
-            raise L.unsupported(f"{what} runs on float32 only, value {vid} is "
-                                f"{L.tensor(vid).dtype.name}")
+    L.require_f32(what, (a, b, out) + (() if bias is None else (bias,)))
     if M * N * batch == 0:
         raise L.unsupported(f"{what} with an empty output ({batch}x{M}x{N})")
     if batch > 65535:

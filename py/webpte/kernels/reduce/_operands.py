@@ -20,8 +20,5 @@ def wrong_size(A, sized) -> str | None:
 def f32_operands(L, vids, what: str) -> list[int]:
     """The present values of `vids`, each checked to be stored as float32."""
     present = [v for v in vids if v is not None]
-    for vid in present:
-        if L.storage(vid) != "f32":
-            raise L.unsupported(f"{what} runs on float32 only, value {vid} is "
-                                f"{L.tensor(vid).dtype.name}")
+    L.require_f32(what, present)
     return present

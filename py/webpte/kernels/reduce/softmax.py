@@ -31,10 +31,7 @@ def lower(L, call) -> None:
     x, out, dims, d, half_to_float = _parse(L.args, call)
     if half_to_float:
         raise L.unsupported("half_to_float=True (float16 inputs) is not supported")
-    for vid in (x, out):
-        if L.storage(vid) != "f32":
-            raise L.unsupported(f"softmax runs on float32 only, value {vid} is "
-                                f"{L.tensor(vid).dtype.name}")
+    L.require_f32("softmax", (x, out))
     if tuple(L.tensor(out).dims or (1,)) != dims:
         raise L.unsupported(f"output {list(L.tensor(out).dims)} differs from input {list(dims)}")
     length = dims[d]

@@ -116,10 +116,7 @@ def _refuse_stale_returns(A, call, written, outs) -> None:
 
 def lower(L, call) -> None:
     p = _parse(L.args, call)
-    for vid in (p["param"], p["m"], p["v"], p["grad"], *p["outs"]):
-        if L.storage(vid) != "f32":
-            raise L.unsupported(f"adamw_step runs on float32 only, value {vid} is "
-                                f"{L.tensor(vid).dtype.name}")
+    L.require_f32("adamw_step", (p["param"], p["m"], p["v"], p["grad"], *p["outs"]))
     state = [L.buf(p[k]) for k in ("param", "m", "v")]
     if len(set(state)) != 3 or L.buf(p["grad"]) in state:
         raise L.unsupported("param, m, v and grad share buffers")

@@ -74,10 +74,7 @@ def _strides(wg: int) -> list[int]:
 
 def lower(L, call) -> None:
     p = _parse(L.args, call)
-    for vid in (p["logits"], p["loss"], p["dlogits"]):
-        if L.storage(vid) != "f32":
-            raise L.unsupported(f"fused_ce takes float32 logits and outputs, value {vid} is "
-                                f"{L.tensor(vid).dtype.name}")
+    L.require_f32("fused_ce", (p["logits"], p["loss"], p["dlogits"]))
     if L.storage(p["labels"]) != "i32":
         raise L.unsupported(f"fused_ce takes int32 labels, not "
                             f"{L.tensor(p['labels']).dtype.name}")

@@ -48,10 +48,7 @@ def _parse(A, call) -> dict:
 
 def lower(L, call) -> None:
     p = _parse(L.args, call)
-    for vid in (p["dout"], p["x"], p["dw"]):
-        if L.storage(vid) != "f32":
-            raise L.unsupported(f"linear_dW runs on float32 only, value {vid} is "
-                                f"{L.tensor(vid).dtype.name}")
+    L.require_f32("linear_dW", (p["dout"], p["x"], p["dw"]))
     m, n, k = p["M"], p["N"], p["K"]
     kt = -(-k // TILE)
     tiles = -(-n // TILE) * kt
